@@ -1,0 +1,139 @@
+"""What a file says that a reader may not mean: the findings behind `robots.diagnostics`.
+
+Each finding has a stable code, so scripts and `manners lint` can rely on it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .parse import MAX_LINE_BYTES, OTHER_KEYS, classify, split_line
+from .profiles import Profile
+
+if TYPE_CHECKING:
+    from .robots import Diagnostic, RobotsTxt
+
+_CANONICAL = {
+    "user-agent": "User-agent",
+    "virtual-agent": "Virtual-agent",
+    "allow": "Allow",
+    "disallow": "Disallow",
+    "sitemap": "Sitemap",
+    "crawl-delay": "Crawl-delay",
+    "request-rate": "Request-rate",
+    "check": "Check",
+}
+_KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
+_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|meta|script|div|p|a)\b", re.IGNORECASE)
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_NUMBER = re.compile(r"\d+(\.\d+)?$")
+
+
+def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
+    from .robots import Diagnostic, _rate
+
+    prepared = robots._prepared
+    text = prepared.text
+    out: list[Diagnostic] = []
+
+    def add(line: int | None, severity: str, code: str, message: str) -> None:
+        out.append(Diagnostic(line, severity, code, message))
+
+    if prepared.truncated_at is not None:
+        add(
+            text.count("\n"),
+            "warning",
+            "truncated",
+            f"only the first {prepared.truncated_at:,} bytes are read; the rest is ignored",
+        )
+    if prepared.invalid_utf8:
+        add(None, "warning", "non-utf8", "the file is not valid UTF-8; undecodable bytes are matched as %-escapes")
+    if prepared.bom:
+        add(1, "info", "bom", "a UTF-8 byte order mark starts the file; it is skipped")
+    for n in prepared.long_lines:
+        add(n, "warning", "long-line", f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored")
+    head = text[1:4097]
+    if _HTML.search(head) and not any(split_line(x) for x in head.split("\n")[:3] if "<" not in x):
+        add(1, "error", "html", "this looks like an HTML page, not a robots.txt")
+    if _BINARY.search(head):
+        add(1, "error", "binary", "this looks like a binary file, not a robots.txt")
+
+    seen_agent = False
+    seen_rule_after_agent = False
+    star_record_at: int | None = None
+    for number, raw in enumerate(text[1:].split("\n"), 1):
+        kv = split_line(raw)
+        if kv is None:
+            stripped = raw.split("#", 1)[0].strip(" \t\v\f\r")
+            if stripped:
+                add(number, "warning", "unparsable", f"not a 'field: value' line: {stripped[:60]!r}")
+            continue
+        key, value = kv
+        kind = classify(key)
+        low = key.lower()
+        if ":" not in raw.split("#", 1)[0]:
+            add(number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'")
+        if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in OTHER_KEYS:
+            add(number, "warning", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
+        elif kind in OTHER_KEYS.values() and low != kind:
+            add(number, "info", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
+
+        if kind == "virtual-agent" and not profile.virtual_agents:
+            add(number, "info", "virtual-agent", f"Virtual-agent lines mean nothing to a {profile.name} reader")
+        elif kind in ("user-agent", "virtual-agent"):
+            if seen_rule_after_agent or not seen_agent:
+                if star_record_at is not None and profile.name == "gopher":
+                    add(
+                        number,
+                        "warning",
+                        "after-star",
+                        f"this record follows 'User-agent: *' (line {star_record_at}); "
+                        "the Gopher draft says robots ignore everything after it",
+                    )
+                seen_rule_after_agent = False
+            seen_agent = True
+            if not value:
+                add(number, "warning", "empty-agent", f"{_CANONICAL[kind]} has no value")
+            elif value.strip() == "*":
+                if kind == "user-agent" and star_record_at is None:
+                    star_record_at = number
+            else:
+                token = re.match(r"[A-Za-z_-]*", value)
+                if token is None or token[0] != value:
+                    shown = token[0] if token and token[0] else "nothing"
+                    add(number, "info", "agent-token", f"'{value}' is matched as the product token {shown!r}")
+        elif kind in ("allow", "disallow"):
+            if not seen_agent:
+                meaning = {
+                    "ignored": "ignored",
+                    "star": "read as a 'User-agent: *' group",
+                    "everyone": "applied to every robot",
+                }[profile.preamble]
+                add(number, "warning", "rule-outside-group", f"rule before any User-agent line: {meaning}")
+            seen_rule_after_agent = seen_agent
+            if kind == "allow" and not profile.allow:
+                add(number, "warning", "allow-unsupported", f"Allow is not part of the {profile.name} standard")
+            if value and profile.target == "rfc3986" and value[0] not in "/*":
+                add(number, "warning", "pattern-start", f"pattern {value!r} does not start with '/' or '*'")
+            if "$" in value[:-1] or (value.endswith("$") and not profile.anchor):
+                where = "a literal character" if profile.anchor else f"literal to a {profile.name} reader"
+                if profile.anchor:
+                    where += " unless it ends the pattern"
+                add(number, "info", "dollar", f"'$' in {value!r} is {where}")
+            if "*" in value and not profile.wildcards:
+                add(number, "info", "star-literal", f"'*' in {value!r} is literal to a {profile.name} reader")
+        elif kind == "crawl-delay":
+            if not _NUMBER.match(value):
+                add(number, "warning", "bad-crawl-delay", f"Crawl-delay {value!r} is not a number of seconds")
+        elif kind == "request-rate":
+            if _rate(value) is None:
+                add(number, "warning", "bad-request-rate", f"Request-rate {value!r} is not 'requests/seconds'")
+        elif kind == "check":
+            if not _NUMBER.match(value):
+                add(number, "warning", "bad-check", f"Check {value!r} is not a number of seconds")
+        elif kind == "unknown":
+            severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
+            add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
+    return out
+

@@ -1,0 +1,91 @@
+"""The named rule sets a file can be read under.
+
+A profile is data, not code: the engine reads these switches, so the differences
+between the Web, Gemini, Gopher and 1994 readings are all in one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    summary: str
+    #: how a target becomes what patterns are matched against
+    target: Literal["rfc3986", "google", "selector", "plain"]
+    wildcards: bool = True  # "*" matches any run of characters
+    anchor: bool = True  # a final "$" anchors the pattern at the end
+    allow: bool = True  # Allow lines count
+    index_html: bool = False  # Google: Allow .../index.html also allows .../
+    virtual_agents: bool = False  # Virtual-agent lines and robot roles
+    #: what rules before the first agent line mean
+    preamble: Literal["ignored", "star", "everyone"] = "ignored"
+    #: how groups are delimited and chosen
+    records: Literal["groups", "1994"] = "groups"
+    always_allowed: frozenset[str] = frozenset()
+
+
+RFC9309 = Profile(
+    "rfc9309",
+    "RFC 9309, with RFC 3986 normalisation of URL and patterns",
+    target="rfc3986",
+    always_allowed=frozenset({"/robots.txt"}),
+)
+GOOGLE = Profile(
+    "google",
+    "exactly what Google's reference parser (google/robotstxt) decides",
+    target="google",
+    index_html=True,
+)
+GEMINI = Profile(
+    "gemini",
+    "RFC 9309 matching plus the Gemini companion spec's virtual agents",
+    target="rfc3986",
+    virtual_agents=True,
+    preamble="star",
+    always_allowed=frozenset({"/robots.txt"}),
+)
+GOPHER = Profile(
+    "gopher",
+    "the 2019 Gopher proposal and the contemporary Gopher draft: selectors, no $",
+    target="selector",
+    anchor=False,
+    virtual_agents=True,
+    preamble="everyone",
+    always_allowed=frozenset({"robots.txt", "/robots.txt", "0/robots.txt"}),
+)
+ORIGINAL = Profile(
+    "1994",
+    "the 1994 robots exclusion standard: records, substring agents, plain prefixes",
+    target="plain",
+    wildcards=False,
+    anchor=False,
+    allow=False,
+    records="1994",
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (RFC9309, GOOGLE, GEMINI, GOPHER, ORIGINAL)}
+
+
+def profile_for(target: str) -> Profile:
+    """The default profile for a target: by URL scheme, rfc9309 for bare paths."""
+    scheme = target[:9].lower()
+    if scheme.startswith("gemini://"):
+        return GEMINI
+    if scheme == "gopher://":
+        return GOPHER
+    return RFC9309
+
+
+def get_profile(name: str | Profile) -> Profile:
+    if isinstance(name, Profile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown profile {name!r}: use one of {', '.join(PROFILES)}"
+        ) from None

@@ -1,0 +1,582 @@
+"""RobotsTxt: one parsed file, answering for any robot under any profile.
+
+Work is done on demand and kept.  The file is indexed by its agent lines only; the
+rules of a group are read the first time a robot it applies to asks, and that first
+answer is found in one pass over the rules as written.  A policy asked again is
+compiled into an index, so a crawl pays for parsing once and then only for lookups.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from .match import (
+    NEEDS_NORMALISING,
+    Rule,
+    compile_rule,
+    google_escape,
+    google_path,
+    gopher_selectors,
+    normalise,
+    url_path,
+    wild_tail,
+)
+from .parse import (
+    AgentLine,
+    Line,
+    Prepared,
+    classify,
+    has_rule,
+    iter_lines,
+    line_number,
+    prepare,
+    rule_offset,
+    scan_agents,
+    scan_rules,
+    scan_sitemaps,
+    split_line,
+    value_of,
+)
+from .profiles import Profile, get_profile, profile_for
+
+_TOKEN = re.compile(r"[A-Za-z_-]*")
+_SPACE = " \t\n\r\v\f"
+_RATE = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE | re.ASCII)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+Span = tuple[int, int]
+
+
+class Decision(NamedTuple):
+    """Whether a robot may fetch a target, and the line that says so."""
+
+    allowed: bool
+    line: int | None  # 1-based line of the deciding rule; None when no rule decided
+    rule: str | None  # the deciding rule as written, e.g. "Disallow: /private"
+    reason: str
+    profile: str
+
+
+class Diagnostic(NamedTuple):
+    line: int | None
+    severity: str  # "error", "warning" or "info"
+    code: str
+    message: str
+
+
+class Group(NamedTuple):
+    """A run of agent lines and every line up to the next group."""
+
+    agents: tuple[tuple[int, str], ...]  # (line, value) of each User-agent line
+    virtual: tuple[tuple[int, str], ...]  # (line, value) of each Virtual-agent line
+    names: frozenset[str]  # User-agent tokens, lower-cased ("*" for the star)
+    virtual_names: frozenset[str]
+    lines: tuple[int, int]  # first and last line
+
+
+def agent_token(value: str) -> str:
+    """The product token an agent line names: "*", or its leading [A-Za-z_-] run, lower-cased."""
+    if value.isalpha() and value.isascii():
+        return value.lower()
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _SPACE):
+        return "*"
+    m = _TOKEN.match(value)
+    return m[0].lower() if m else ""
+
+
+class _Group(NamedTuple):
+    members: tuple[AgentLine, ...]
+    names: frozenset[str]
+    virtual_names: frozenset[str]
+    span: Span  # from the LF before its first agent line to the LF before the next group
+
+
+class _Choice:
+    """The rules of the groups chosen for one robot, read once, compiled when asked twice."""
+
+    __slots__ = ("label", "spans", "raw", "plain", "index")
+
+    def __init__(self, label: str, spans: tuple[Span, ...]) -> None:
+        self.label = label  # whose rules these are, for reasons: "user-agent googlebot"
+        self.spans = spans
+        self.raw: list[tuple[str, str, str]] | None = None
+        self.plain = False  # no pattern in the spans needs compiling
+        self.index: _Index | None = None
+
+
+class _Index:
+    """Compiled rules, bucketed for the longest-match search.
+
+    Rules are kept longest first (Allow first on ties), so the first that matches
+    decides.  A pattern's first piece must be a prefix of the path, so rules are
+    bucketed by its first characters, and a path only visits its bucket.  Buckets
+    are compiled when first visited: a crawl that stays in /blog never pays for
+    the thousands of rules about /shop.
+    """
+
+    __slots__ = ("_firsts", "_buckets", "_pending", "_short")
+    KEY = 3
+
+    def __init__(self, profile: Profile, raw: list[tuple[str, str, str]], plain: bool) -> None:
+        key = self.KEY
+        special = _SPECIAL[profile.target].search
+        spelling = _PATTERN[profile.target]
+        short: list[Rule] = []
+        firsts: list[str] = []
+        pending: dict[str, list[tuple[bool, str, int]]] = {}
+        for ordinal, (k, colon_form, two_words) in enumerate(raw):
+            value = colon_form or value_of(colon_form, two_words)
+            allow = k[0] in "aA"
+            if not value or (allow and not profile.allow):
+                continue
+            if plain or special(value) is None:  # compiled when its bucket is first visited
+                firsts.append(value)
+                if len(value) < key:
+                    short.append(_plain_rule(allow, value, ordinal))
+                else:
+                    pending.setdefault(value[:key], []).append((allow, value, ordinal))
+                continue
+            for rule in _rules(profile, allow, spelling(value), ordinal, value):
+                first = rule.pieces[0]
+                firsts.append(first)
+                if len(first) < key:
+                    short.append(rule)
+                else:
+                    pending.setdefault(first[:key], []).append(rule)  # type: ignore[arg-type]
+        short.sort(key=_precedence)
+        self._short = tuple(short)
+        self._firsts = tuple(firsts)
+        self._pending = pending
+        self._buckets: dict[str, tuple[Rule, ...]] = {}
+
+    def first(self, path: str) -> Rule | None:
+        """The rule that decides for ``path``, or None when none matches."""
+        if not path.startswith(self._firsts):
+            return None
+        k = path[: self.KEY]
+        bucket = self._buckets.get(k)
+        if bucket is None:
+            pending = self._pending.pop(k, None)
+            if pending is None:
+                bucket = self._short
+            else:
+                rules = [r if type(r) is Rule else _plain_rule(*r) for r in pending]
+                bucket = self._buckets[k] = tuple(sorted(rules + list(self._short), key=_precedence))
+        for rule in bucket:
+            pieces = rule[2]
+            if path.startswith(pieces[0]):
+                if len(pieces) == 1:
+                    if not rule[3] or len(path) == len(pieces[0]):
+                        return rule
+                elif rule[6] in path and wild_tail(pieces, rule[3], path):
+                    return rule
+        return None
+
+
+def _plain_rule(allow: bool, value: str, ordinal: int) -> Rule:  # noqa: FBT001
+    """A pattern that is its own spelling and has no operator: a plain prefix."""
+    return tuple.__new__(Rule, (len(value), allow, (value,), False, ordinal, value, value))
+
+
+def _precedence(rule: Rule) -> tuple[int, bool]:
+    """Longest pattern first; on a tie, Allow first."""
+    return -rule.priority, not rule.allow
+
+
+class _Policy(NamedTuple):
+    choices: tuple[_Choice, ...]  # a target is allowed only if every choice allows it
+    reason: str  # why, when there is no choice
+
+
+class RobotsTxt:
+    """A parsed robots.txt.  Build it with :func:`manners.parse`."""
+
+    def __init__(self, prepared: Prepared, profile: Profile | None) -> None:
+        self._prepared = prepared
+        self._text = prepared.text
+        self._profile = profile
+        self._indexes: dict[str, tuple[list[_Group], int]] = {}
+        self._policies: dict[tuple[str, str, tuple[str, ...]], _Policy] = {}
+        self._sitemaps: list[str] | None = None
+        self._diagnostics: list[Diagnostic] | None = None
+
+    def __repr__(self) -> str:
+        name = self._profile.name if self._profile else "auto"
+        return f"<RobotsTxt profile={name} lines={self._text.count(chr(10))}>"
+
+    @property
+    def profile(self) -> Profile | None:
+        """The profile given to parse(); None means: chosen by each target's scheme."""
+        return self._profile
+
+    @property
+    def text(self) -> str:
+        """The text as parsed: decoded, capped, BOM skipped."""
+        return self._text[1:]
+
+    # -- decisions ---------------------------------------------------------------
+
+    def allowed(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> bool:
+        """May ``agent`` (acting as ``roles``) fetch ``target``?"""
+        profile = self._profile or profile_for(target)
+        if type(roles) is not tuple:
+            roles = tuple(roles)
+        policy = self._policies.get((profile.name, agent, roles))  # type: ignore[arg-type]
+        if policy is None:
+            policy = self._policy(profile, agent, roles)  # type: ignore[arg-type]
+        if not policy.choices:
+            return True
+        paths = _SUBJECTS[profile.target](target)
+        if profile.always_allowed and not profile.always_allowed.isdisjoint(paths):
+            return True
+        for path in paths:
+            for choice in policy.choices:
+                index = choice.index
+                rule = index.first(path) if index is not None else self._first(profile, choice, path)
+                if rule is not None and not rule[1]:
+                    return False
+        return True
+
+    def decide(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> Decision:
+        """Like allowed(), with the deciding rule, its line and the reason."""
+        profile = self._profile or profile_for(target)
+        roles = tuple(roles)
+        policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
+        paths = _SUBJECTS[profile.target](target)
+        for path in paths:
+            if path in profile.always_allowed:
+                return Decision(True, None, None, f"{path} is always allowed", profile.name)
+        if not policy.choices:
+            return Decision(True, None, None, policy.reason, profile.name)
+        best: tuple[Rule, _Choice, str] | None = None
+        for path in paths:
+            for choice in policy.choices:
+                rule = self._first(profile, choice, path)
+                if rule is None:
+                    continue
+                if not rule.allow:
+                    return self._decision(False, rule, choice, path, paths, profile)
+                if best is None:
+                    best = (rule, choice, path)
+        if best is not None:
+            return self._decision(True, *best, paths, profile)
+        labels = " and ".join(c.label for c in policy.choices)
+        return Decision(True, None, None, f"no rule for {labels} matches", profile.name)
+
+    def _decision(
+        self, allowed: bool, rule: Rule, choice: _Choice, path: str, paths: tuple[str, ...], profile: Profile
+    ) -> Decision:
+        verb = "allows" if allowed else "disallows"
+        subject = f" (as {path!r})" if len(paths) > 1 else ""
+        reason = f"the longest matching rule for {choice.label} {verb} it{subject}"
+        line = line_number(self._text, rule_offset(self._text, choice.spans, rule.ordinal))
+        return Decision(allowed, line, rule.text, reason, profile.name)
+
+    def _first(self, profile: Profile, choice: _Choice, path: str) -> Rule | None:
+        """The deciding rule of one choice: read as written the first time, then indexed."""
+        if choice.index is not None:
+            return choice.index.first(path)
+        if choice.raw is not None:  # asked before: worth indexing
+            choice.index = _Index(profile, choice.raw, choice.plain)
+            return choice.index.first(path)
+        text = self._text
+        choice.raw = raw = [r for start, end in choice.spans for r in scan_rules(text, start, end)]
+        choice.plain = all(_SPECIAL_NEARBY[profile.target].search(text, s, e) is None for s, e in choice.spans)
+        return _first_as_written(profile, raw, path, choice.plain)
+
+    # -- fields ------------------------------------------------------------------
+
+    def crawl_delay(self, agent: str = "*", roles: Iterable[str] = ()) -> float | None:
+        """Seconds between requests asked of this robot (the largest that applies)."""
+        values = [_number(v) for v in self._fields("crawl-delay", agent, roles)]
+        return max((v for v in values if v is not None), default=None)
+
+    def request_rate(self, agent: str = "*", roles: Iterable[str] = ()) -> tuple[int, float] | None:
+        """(requests, seconds) from Request-rate; the slowest when several apply."""
+        rates = [_rate(v) for v in self._fields("request-rate", agent, roles)]
+        valid = [r for r in rates if r is not None]
+        return max(valid, key=lambda r: r[1] / r[0], default=None)
+
+    def check_interval(self, agent: str = "*", roles: Iterable[str] = ()) -> float | None:
+        """Seconds between re-checks of a resource, from the Gemini proposal's Check field."""
+        values = [_number(v) for v in self._fields("check", agent, roles)]
+        return max((v for v in values if v is not None), default=None)
+
+    def _fields(self, kind: str, agent: str, roles: Iterable[str]) -> list[str]:
+        roles = tuple(roles)
+        profile = self._profile or get_profile("gemini" if roles else "rfc9309")
+        policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
+        return [
+            line.value
+            for choice in policy.choices
+            for start, end in choice.spans
+            for line in iter_lines(self._text, start, end)
+            if line.kind == kind
+        ]
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """Sitemap URLs from anywhere in the file, in order, without repeats."""
+        if self._sitemaps is None:
+            self._sitemaps = scan_sitemaps(self._text)
+        return list(self._sitemaps)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """(line, severity, code, message) for everything a reader may trip on."""
+        if self._diagnostics is None:
+            from .diagnostics import diagnose
+
+            self._diagnostics = diagnose(self, self._profile or get_profile("rfc9309"))
+        return list(self._diagnostics)
+
+    def lines(self) -> list[Line]:
+        """Every key/value line, numbered and classified."""
+        return iter_lines(self._text)
+
+    # -- groups ------------------------------------------------------------------
+
+    def groups(self, profile: str | Profile | None = None) -> list[Group]:
+        """The groups (records, for 1994) as a profile delimits them."""
+        text = self._text
+        out = []
+        for g in self._index(profile)[0]:
+            agents = tuple((line_number(text, a.pos), a.value) for a in g.members if not a.virtual)
+            virtual = tuple((line_number(text, a.pos), a.value) for a in g.members if a.virtual)
+            last = line_number(text, g.span[1]) - 1
+            out.append(Group(agents, virtual, g.names, g.virtual_names, (line_number(text, g.span[0]), last)))
+        return out
+
+    def _index(self, profile: str | Profile | None = None) -> tuple[list[_Group], int]:
+        """The groups, and where the first starts: rules before it precede every agent line."""
+        prof = get_profile(profile) if profile is not None else self._profile or get_profile("rfc9309")
+        key = "1994" if prof.records == "1994" else "virtual" if prof.virtual_agents else "web"
+        index = self._indexes.get(key)
+        if index is None:
+            build = self._records_1994 if prof.records == "1994" else self._groups
+            index = self._indexes[key] = build(prof.virtual_agents)
+        return index
+
+    def _groups(self, virtual: bool) -> tuple[list[_Group], int]:
+        text = self._text
+        agents = [a for a in scan_agents(text) if virtual or not a.virtual]
+        if not agents:
+            return [], len(text)
+        runs: list[list[AgentLine]] = []
+        for i, a in enumerate(agents):
+            if runs and not has_rule(text, agents[i - 1].end, a.pos):
+                runs[-1].append(a)
+            else:
+                runs.append([a])
+        groups = []
+        for n, run in enumerate(runs):
+            end = runs[n + 1][0].pos if n + 1 < len(runs) else len(text)
+            names = frozenset([agent_token(a.value) for a in run if not a.virtual])
+            virtual_names = frozenset([agent_token(a.value) for a in run if a.virtual])
+            groups.append(_Group(tuple(run), names, virtual_names, (run[0].pos, end)))
+        return groups, agents[0].pos
+
+    def _records_1994(self, virtual: bool = False) -> tuple[list[_Group], int]:
+        """Records as the 1994 standard has them: a blank line also ends one."""
+        text = self._text
+        groups: list[_Group] = []
+        first = len(text)
+        members: list[AgentLine] = []
+        start = pos = 0
+        seen_rule = False
+
+        def close(end: int) -> None:
+            if members:
+                names = frozenset(_name_1994(a.value) for a in members) - {""}
+                groups.append(_Group(tuple(members), names, frozenset(), (start, end)))
+
+        for raw in text[1:].split("\n"):
+            kv = split_line(raw)
+            kind = classify(kv[0]) if kv else None
+            if kv is None:
+                if not raw.strip(_SPACE) and members:  # a blank line ends the record
+                    close(pos)
+                    members, seen_rule = [], False
+            elif kind == "user-agent":
+                if seen_rule or not members:
+                    close(pos)
+                    members, seen_rule, start = [], False, pos
+                    first = min(first, pos)
+                members.append(AgentLine(pos, pos + len(raw) + 1, False, kv[1]))
+            elif kind in ("allow", "disallow"):
+                seen_rule = True
+            pos += len(raw) + 1
+        close(len(text))
+        return groups, first
+
+    # -- choosing groups ---------------------------------------------------------
+
+    def _policy(self, profile: Profile, agent: str, roles: tuple[str, ...]) -> _Policy:
+        choices, reason = self._choose(profile, agent, roles)
+        policy = _Policy(tuple(choices), reason)
+        self._policies[(profile.name, agent, roles)] = policy
+        return policy
+
+    def _choose(self, profile: Profile, agent: str, roles: tuple[str, ...]) -> tuple[list[_Choice], str]:
+        groups, first = self._index(profile)
+        preamble: tuple[Span, ...] = ()
+        if profile.preamble != "ignored" and has_rule(self._text, 0, first):
+            preamble = ((0, first),)
+
+        if profile.records == "1994":
+            name = _name_1994(agent)
+            for g in groups:
+                if name and any(n != "*" and n in name for n in g.names):
+                    return [_Choice(f"the record for {min(g.names)}", (g.span,))], ""
+            for g in groups:
+                if "*" in g.names:
+                    return [_Choice("the record for *", (g.span,))], ""
+            return [], "no record applies to this robot: everything is allowed"
+
+        # The robot's own name is compared whole: "FooBot/1.0" is no product token and
+        # names no group (Google's conformance suite expects exactly that).
+        token = agent.lower()
+        choices: list[_Choice] = []
+        if token and token != "*":
+            spans = tuple(g.span for g in groups if token in g.names)
+            if spans:
+                choices = [_Choice(f"user-agent {agent}", spans)]
+        if not choices and profile.virtual_agents and roles:
+            for role in dict.fromkeys(r.lower() for r in roles):
+                spans = tuple(g.span for g in groups if role in g.names or role in g.virtual_names)
+                if role and role != "*" and spans:
+                    choices.append(_Choice(f"virtual agent {role}", spans))
+            if not choices:
+                spans = tuple(g.span for g in groups if "*" in g.virtual_names)
+                if spans:
+                    choices = [_Choice("virtual-agent *", spans)]
+        if not choices:
+            spans = tuple(g.span for g in groups if "*" in g.names)
+            if profile.preamble == "star":
+                spans = preamble + spans
+            if spans:
+                choices = [_Choice("user-agent *", spans)]
+        if profile.preamble == "everyone" and preamble:
+            for c in choices:
+                c.spans = preamble + c.spans
+            choices = choices or [_Choice("rules before any user-agent line", preamble)]
+        return choices, "no group applies to this robot: everything is allowed"
+
+
+def _rules(profile: Profile, allow: bool, pattern: str, ordinal: int, value: str) -> list[Rule]:
+    """The rules one line makes: none when empty, two for Google's Allow .../index.html."""
+    rule = compile_rule(allow, pattern, ordinal, value, profile.wildcards, profile.anchor)
+    if rule is None:
+        return []
+    if allow and profile.index_html:
+        slash = pattern.rfind("/")
+        if slash >= 0 and pattern.startswith("/index.htm", slash):
+            extra = compile_rule(True, pattern[: slash + 1] + "$", ordinal, value, profile.wildcards, profile.anchor)
+            return [rule, extra]  # type: ignore[list-item]
+    return [rule]
+
+
+def _first_as_written(profile: Profile, raw: list[tuple[str, str, str]], path: str, plain: bool) -> Rule | None:
+    """The deciding rule in one pass over the lines, compiling only what needs it.
+
+    Most patterns are plain prefixes that mean what they say: for those a
+    ``startswith`` is the whole test.  ``plain`` says no line in the groups has a
+    character that could make a pattern anything else.  Same answer as an _Index.
+    """
+    special = _SPECIAL[profile.target].search
+    startswith = path.startswith
+    best: Rule | None = None
+    best_priority, best_allow = 0, False
+    for ordinal, (key, colon_form, two_words) in enumerate(raw):
+        value = colon_form or value_of(colon_form, two_words)
+        if plain or special(value) is None:
+            if not value or not startswith(value):
+                continue
+            allow = key[0] in "aA"
+            if len(value) > best_priority or (allow and not best_allow and len(value) == best_priority):
+                if allow and not profile.allow:
+                    continue
+                best, best_priority, best_allow = _plain_rule(allow, value, ordinal), len(value), allow
+            continue
+        allow = key[0] in "aA"
+        if allow and not profile.allow:
+            continue
+        for rule in _rules(profile, allow, _PATTERN[profile.target](value), ordinal, value):
+            if rule.priority > best_priority or (allow and not best_allow and rule.priority == best_priority):
+                if rule.matches(path):
+                    best, best_priority, best_allow = rule, rule.priority, allow
+    return best
+
+
+def _name_1994(value: str) -> str:
+    """A robot's name without version, lower-cased: "CyberMapper/2.1" -> "cybermapper"."""
+    return value.split("/", 1)[0].strip(_SPACE).lower()
+
+
+def _number(value: str) -> float | None:
+    try:
+        n = float(value)
+    except ValueError:
+        return None
+    return n if math.isfinite(n) and n >= 0 else None
+
+
+def _rate(value: str) -> tuple[int, float] | None:
+    m = _RATE.match(value)
+    if m is None or int(m[1]) == 0:
+        return None
+    return int(m[1]), float(m[2]) * _UNITS[m[3].lower()]
+
+
+def _normalised_path(target: str) -> tuple[str]:
+    return (normalise(url_path(target), pattern=False),)
+
+
+_SUBJECTS = {
+    "rfc3986": _normalised_path,
+    "plain": _normalised_path,
+    "google": lambda t: (google_path(t),),
+    "selector": gopher_selectors,
+}
+_PATTERN = {
+    "rfc3986": lambda v: normalise(v, pattern=True),
+    "plain": lambda v: normalise(v, pattern=False),
+    "google": google_escape,
+    "selector": lambda v: v,
+}
+# A value that does not match this means what it says: its pattern is itself, a prefix.
+_SPECIAL: dict[str, re.Pattern[str]] = {
+    "rfc3986": NEEDS_NORMALISING,
+    "plain": NEEDS_NORMALISING,
+    "google": re.compile(r"[^\x00-\x7f]|\*|\$$|%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])|/index\.htm"),
+    "selector": re.compile(r"\*"),
+}
+# Where none of these occurs in a span, no value in it is special (checked in C, once).
+_SPECIAL_NEARBY: dict[str, re.Pattern[str]] = {
+    "rfc3986": re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;= \t\r\n#]|[^:\s][ \t]+[^\s#]"),
+    "plain": re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;= \t\r\n#]|[^:\s][ \t]+[^\s#]"),
+    "google": re.compile(r"[^\x00-\x7f]|[*$]|%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])|index\.htm"),
+    "selector": re.compile(r"\*"),
+}
+
+
+def parse(
+    data: bytes | bytearray | memoryview | str,
+    profile: str | Profile | None = None,
+    max_bytes: int | None = 512_000,
+) -> RobotsTxt:
+    """Parse a robots.txt body.  Never raises on content: anything at all parses.
+
+    ``profile`` fixes how every question is answered; left as None, each target is
+    read under the default for its scheme (gemini://, gopher://, else rfc9309).
+    Only the first ``max_bytes`` are read (None: all).
+    """
+    prof = get_profile(profile) if profile is not None else None
+    if not isinstance(data, (bytes, bytearray, memoryview, str)):
+        raise TypeError(f"robots.txt must be bytes or str, not {type(data).__name__}")
+    if max_bytes is not None and max_bytes < 0:
+        raise ValueError("max_bytes must be a positive number of bytes, or None")
+    return RobotsTxt(prepare(data, max_bytes), prof)
