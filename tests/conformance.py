@@ -40,7 +40,7 @@ def _tokens(text: str) -> list[tuple[str, object]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ValueError(f"cannot read textproto at {text[pos:pos + 30]!r}")
+            raise ValueError(f"cannot read textproto at {text[pos : pos + 30]!r}")
         pos = m.end()
         if m[1] is not None:
             value = _unescape(m[1])
@@ -56,7 +56,7 @@ def _tokens(text: str) -> list[tuple[str, object]]:
 
 
 def _value(tokens: list[tuple[str, object]], i: int) -> tuple[object, int]:
-    kind, tok = tokens[i]
+    tok = tokens[i][1]
     if tok == "[":
         items = []
         i += 1
@@ -85,7 +85,7 @@ def _value(tokens: list[tuple[str, object]], i: int) -> tuple[object, int]:
 
 def load(path: Path) -> list[Expectation]:
     tokens = _tokens(path.read_text(encoding="utf-8"))
-    root, _ = _value([("punct", "{")] + tokens + [("punct", "}")], 0)
+    root, _ = _value([("punct", "{"), *tokens, ("punct", "}")], 0)
     out = []
     for t, test in enumerate(root["tests"]):  # type: ignore[index]
         for e, exp in enumerate(test.get("test_expectations", [])):

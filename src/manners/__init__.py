@@ -5,4 +5,4 @@ from .robots import Decision, Diagnostic, Group, RobotsTxt, parse
 
 __version__ = "0.1.0"
 
-__all__ = ["PROFILES", "Decision", "Diagnostic", "Group", "Profile", "RobotsTxt", "parse", "__version__"]
+__all__ = ["PROFILES", "Decision", "Diagnostic", "Group", "Profile", "RobotsTxt", "__version__", "parse"]

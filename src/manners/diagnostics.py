@@ -48,11 +48,21 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             f"only the first {prepared.truncated_at:,} bytes are read; the rest is ignored",
         )
     if prepared.invalid_utf8:
-        add(None, "warning", "non-utf8", "the file is not valid UTF-8; undecodable bytes are matched as %-escapes")
+        add(
+            None,
+            "warning",
+            "non-utf8",
+            "the file is not valid UTF-8; undecodable bytes are matched as %-escapes",
+        )
     if prepared.bom:
         add(1, "info", "bom", "a UTF-8 byte order mark starts the file; it is skipped")
     for n in prepared.long_lines:
-        add(n, "warning", "long-line", f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored")
+        add(
+            n,
+            "warning",
+            "long-line",
+            f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored",
+        )
     head = text[1:4097]
     if _HTML.search(head) and not any(split_line(x) for x in head.split("\n")[:3] if "<" not in x):
         add(1, "error", "html", "this looks like an HTML page, not a robots.txt")
@@ -73,14 +83,21 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         kind = classify(key)
         low = key.lower()
         if ":" not in raw.split("#", 1)[0]:
-            add(number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'")
+            add(
+                number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'"
+            )
         if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in OTHER_KEYS:
             add(number, "warning", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
         elif kind in OTHER_KEYS.values() and low != kind:
             add(number, "info", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
 
         if kind == "virtual-agent" and not profile.virtual_agents:
-            add(number, "info", "virtual-agent", f"Virtual-agent lines mean nothing to a {profile.name} reader")
+            add(
+                number,
+                "info",
+                "virtual-agent",
+                f"Virtual-agent lines mean nothing to a {profile.name} reader",
+            )
         elif kind in ("user-agent", "virtual-agent"):
             if seen_rule_after_agent or not seen_agent:
                 if star_record_at is not None and profile.name == "gopher":
@@ -113,7 +130,12 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 add(number, "warning", "rule-outside-group", f"rule before any User-agent line: {meaning}")
             seen_rule_after_agent = seen_agent
             if kind == "allow" and not profile.allow:
-                add(number, "warning", "allow-unsupported", f"Allow is not part of the {profile.name} standard")
+                add(
+                    number,
+                    "warning",
+                    "allow-unsupported",
+                    f"Allow is not part of the {profile.name} standard",
+                )
             if value and profile.target == "rfc3986" and value[0] not in "/*":
                 add(number, "warning", "pattern-start", f"pattern {value!r} does not start with '/' or '*'")
             if "$" in value[:-1] or (value.endswith("$") and not profile.anchor):
@@ -128,7 +150,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 add(number, "warning", "bad-crawl-delay", f"Crawl-delay {value!r} is not a number of seconds")
         elif kind == "request-rate":
             if _rate(value) is None:
-                add(number, "warning", "bad-request-rate", f"Request-rate {value!r} is not 'requests/seconds'")
+                add(
+                    number, "warning", "bad-request-rate", f"Request-rate {value!r} is not 'requests/seconds'"
+                )
         elif kind == "check":
             if not _NUMBER.match(value):
                 add(number, "warning", "bad-check", f"Check {value!r} is not a number of seconds")
@@ -136,4 +160,3 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
     return out
-

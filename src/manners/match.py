@@ -18,7 +18,7 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 # Anything outside unreserved and reserved characters, plus the three with a meaning
 # of their own here: "%" (escapes), "*" and "$" (pattern operators).
 NEEDS_NORMALISING = re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;=]")
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(?://[^/?#]*)?([^#]*)")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*([^#]*)")
 
 
 class Rule(NamedTuple):
@@ -61,7 +61,9 @@ def wild_tail(pieces: tuple[str, ...], anchored: bool, path: str) -> bool:
     return path.find(tail, pos) >= 0
 
 
-def compile_rule(allow: bool, pattern: str, ordinal: int, value: str, wildcards: bool, anchor: bool) -> Rule | None:
+def compile_rule(
+    allow: bool, pattern: str, ordinal: int, value: str, wildcards: bool, anchor: bool
+) -> Rule | None:
     """A rule from an already-normalised pattern; None for an empty one (matches nothing)."""
     if not pattern:
         return None
@@ -128,10 +130,7 @@ def google_escape(s: str) -> str:
 def url_path(target: str) -> str:
     """Path and query of a URL (fragment dropped); a bare path is taken as a path."""
     m = _URL.match(target)
-    if m is not None and target.find("://") == len(m[1]):
-        path = m[2]
-    else:
-        path = target.split("#", 1)[0]
+    path = m[1] if m is not None else target.split("#", 1)[0]
     if not path.startswith("/"):
         path = "/" + path
     return path

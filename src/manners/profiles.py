@@ -86,6 +86,4 @@ def get_profile(name: str | Profile) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(
-            f"unknown profile {name!r}: use one of {', '.join(PROFILES)}"
-        ) from None
+        raise ValueError(f"unknown profile {name!r}: use one of {', '.join(PROFILES)}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from .match import (
@@ -97,7 +97,7 @@ class _Group(NamedTuple):
 class _Choice:
     """The rules of the groups chosen for one robot, read once, compiled when asked twice."""
 
-    __slots__ = ("label", "spans", "raw", "plain", "index")
+    __slots__ = ("index", "label", "plain", "raw", "spans")
 
     def __init__(self, label: str, spans: tuple[Span, ...]) -> None:
         self.label = label  # whose rules these are, for reasons: "user-agent googlebot"
@@ -117,7 +117,7 @@ class _Index:
     the thousands of rules about /shop.
     """
 
-    __slots__ = ("_firsts", "_buckets", "_pending", "_short")
+    __slots__ = ("_buckets", "_firsts", "_pending", "_short")
     KEY = 3
 
     def __init__(self, profile: Profile, raw: list[tuple[str, str, str]], plain: bool) -> None:
@@ -126,7 +126,7 @@ class _Index:
         spelling = _PATTERN[profile.target]
         short: list[Rule] = []
         firsts: list[str] = []
-        pending: dict[str, list[tuple[bool, str, int]]] = {}
+        pending: dict[str, list[Rule | tuple[bool, str, int]]] = {}
         for ordinal, (k, colon_form, two_words) in enumerate(raw):
             value = colon_form or value_of(colon_form, two_words)
             allow = k[0] in "aA"
@@ -145,7 +145,7 @@ class _Index:
                 if len(first) < key:
                     short.append(rule)
                 else:
-                    pending.setdefault(first[:key], []).append(rule)  # type: ignore[arg-type]
+                    pending.setdefault(first[:key], []).append(rule)
         short.sort(key=_precedence)
         self._short = tuple(short)
         self._firsts = tuple(firsts)
@@ -163,7 +163,7 @@ class _Index:
             if pending is None:
                 bucket = self._short
             else:
-                rules = [r if type(r) is Rule else _plain_rule(*r) for r in pending]
+                rules = [r if isinstance(r, Rule) else _plain_rule(*r) for r in pending]
                 bucket = self._buckets[k] = tuple(sorted(rules + list(self._short), key=_precedence))
         for rule in bucket:
             pieces = rule[2]
@@ -176,7 +176,7 @@ class _Index:
         return None
 
 
-def _plain_rule(allow: bool, value: str, ordinal: int) -> Rule:  # noqa: FBT001
+def _plain_rule(allow: bool, value: str, ordinal: int) -> Rule:
     """A pattern that is its own spelling and has no operator: a plain prefix."""
     return tuple.__new__(Rule, (len(value), allow, (value,), False, ordinal, value, value))
 
@@ -224,9 +224,9 @@ class RobotsTxt:
         profile = self._profile or profile_for(target)
         if type(roles) is not tuple:
             roles = tuple(roles)
-        policy = self._policies.get((profile.name, agent, roles))  # type: ignore[arg-type]
+        policy = self._policies.get((profile.name, agent, roles))
         if policy is None:
-            policy = self._policy(profile, agent, roles)  # type: ignore[arg-type]
+            policy = self._policy(profile, agent, roles)
         if not policy.choices:
             return True
         paths = _SUBJECTS[profile.target](target)
@@ -284,7 +284,9 @@ class RobotsTxt:
             return choice.index.first(path)
         text = self._text
         choice.raw = raw = [r for start, end in choice.spans for r in scan_rules(text, start, end)]
-        choice.plain = all(_SPECIAL_NEARBY[profile.target].search(text, s, e) is None for s, e in choice.spans)
+        choice.plain = all(
+            _SPECIAL_NEARBY[profile.target].search(text, s, e) is None for s, e in choice.spans
+        )
         return _first_as_written(profile, raw, path, choice.plain)
 
     # -- fields ------------------------------------------------------------------
@@ -474,12 +476,16 @@ def _rules(profile: Profile, allow: bool, pattern: str, ordinal: int, value: str
     if allow and profile.index_html:
         slash = pattern.rfind("/")
         if slash >= 0 and pattern.startswith("/index.htm", slash):
-            extra = compile_rule(True, pattern[: slash + 1] + "$", ordinal, value, profile.wildcards, profile.anchor)
+            extra = compile_rule(
+                True, pattern[: slash + 1] + "$", ordinal, value, profile.wildcards, profile.anchor
+            )
             return [rule, extra]  # type: ignore[list-item]
     return [rule]
 
 
-def _first_as_written(profile: Profile, raw: list[tuple[str, str, str]], path: str, plain: bool) -> Rule | None:
+def _first_as_written(
+    profile: Profile, raw: list[tuple[str, str, str]], path: str, plain: bool
+) -> Rule | None:
     """The deciding rule in one pass over the lines, compiling only what needs it.
 
     Most patterns are plain prefixes that mean what they say: for those a
@@ -496,18 +502,19 @@ def _first_as_written(profile: Profile, raw: list[tuple[str, str, str]], path: s
             if not value or not startswith(value):
                 continue
             allow = key[0] in "aA"
-            if len(value) > best_priority or (allow and not best_allow and len(value) == best_priority):
-                if allow and not profile.allow:
-                    continue
+            better = len(value) > best_priority or (allow and not best_allow and len(value) == best_priority)
+            if better and (profile.allow or not allow):
                 best, best_priority, best_allow = _plain_rule(allow, value, ordinal), len(value), allow
             continue
         allow = key[0] in "aA"
         if allow and not profile.allow:
             continue
         for rule in _rules(profile, allow, _PATTERN[profile.target](value), ordinal, value):
-            if rule.priority > best_priority or (allow and not best_allow and rule.priority == best_priority):
-                if rule.matches(path):
-                    best, best_priority, best_allow = rule, rule.priority, allow
+            better = rule.priority > best_priority or (
+                allow and not best_allow and rule.priority == best_priority
+            )
+            if better and rule.matches(path):
+                best, best_priority, best_allow = rule, rule.priority, allow
     return best
 
 
@@ -535,13 +542,13 @@ def _normalised_path(target: str) -> tuple[str]:
     return (normalise(url_path(target), pattern=False),)
 
 
-_SUBJECTS = {
+_SUBJECTS: dict[str, Callable[[str], tuple[str, ...]]] = {
     "rfc3986": _normalised_path,
     "plain": _normalised_path,
     "google": lambda t: (google_path(t),),
     "selector": gopher_selectors,
 }
-_PATTERN = {
+_PATTERN: dict[str, Callable[[str], str]] = {
     "rfc3986": lambda v: normalise(v, pattern=True),
     "plain": lambda v: normalise(v, pattern=False),
     "google": google_escape,

@@ -1,0 +1,105 @@
+"""A deliberately naive reader, for property tests: groups from the full line list,
+Google's own position-set matcher, every rule tried.  Slow and obviously right."""
+
+from __future__ import annotations
+
+import manners
+from manners.match import google_escape, google_path, gopher_selectors, normalise, url_path
+from manners.robots import agent_token
+
+
+def matches(path: str, pattern: str, wildcards: bool, anchor: bool) -> bool:
+    """robots.cc's Matches(): the set of path positions the pattern prefix can reach."""
+    positions = [0]
+    for i, ch in enumerate(pattern):
+        if anchor and ch == "$" and i == len(pattern) - 1:
+            return positions[-1] == len(path)
+        if wildcards and ch == "*":
+            positions = list(range(positions[0], len(path) + 1))
+        else:
+            positions = [p + 1 for p in positions if p < len(path) and path[p] == ch]
+            if not positions:
+                return False
+    return True
+
+
+def spell(profile: manners.Profile, value: str) -> str:
+    if profile.target == "google":
+        return google_escape(value)
+    if profile.target == "selector":
+        return value
+    return normalise(value, pattern=profile.target == "rfc3986")
+
+
+def subjects(profile: manners.Profile, target: str) -> tuple[str, ...]:
+    if profile.target == "google":
+        return (google_path(target),)
+    if profile.target == "selector":
+        return gopher_selectors(target)
+    return (normalise(url_path(target), pattern=False),)
+
+
+def allowed(robots: manners.RobotsTxt, profile: manners.Profile, target: str, agent: str, roles=()) -> bool:
+    assert profile.records == "groups"
+    groups: list[dict] = []
+    preamble: list = []
+    current = None
+    seen_rule = False
+    for line in robots.lines():
+        is_agent = line.kind == "user-agent" or (profile.virtual_agents and line.kind == "virtual-agent")
+        if is_agent:
+            if current is None or seen_rule:
+                current = {"names": set(), "virtual": set(), "rules": []}
+                groups.append(current)
+                seen_rule = False
+            current["virtual" if line.kind == "virtual-agent" else "names"].add(agent_token(line.value))
+        elif line.kind in ("allow", "disallow"):
+            if current is None:
+                preamble.append(line)
+            else:
+                current["rules"].append(line)
+                seen_rule = True
+
+    def rules_of(gs: list[dict]) -> list:
+        return [r for g in gs for r in g["rules"]]
+
+    sets: list[list] = []
+    own = [g for g in groups if agent.lower() in g["names"] and agent not in ("", "*")]
+    if own:
+        sets = [rules_of(own)]
+    if not sets and profile.virtual_agents and roles:
+        for role in dict.fromkeys(r.lower() for r in roles):
+            gs = [g for g in groups if role in g["names"] or role in g["virtual"]]
+            if role and role != "*" and gs:
+                sets.append(rules_of(gs))
+        if not sets:
+            gs = [g for g in groups if "*" in g["virtual"]]
+            if gs:
+                sets = [rules_of(gs)]
+    if not sets:
+        gs = [g for g in groups if "*" in g["names"]]
+        extra = preamble if profile.preamble == "star" else []
+        if gs or extra:
+            sets = [extra + rules_of(gs)]
+    if profile.preamble == "everyone" and preamble:
+        sets = [preamble + s for s in sets] or [preamble]
+
+    paths = subjects(profile, target)
+    if any(p in profile.always_allowed for p in paths):
+        return True
+    for path in paths:
+        for rules in sets:
+            best = (0, True)
+            for r in rules:
+                pattern = spell(profile, r.value)
+                candidates = [pattern]
+                if profile.index_html and r.kind == "allow":
+                    slash = pattern.rfind("/")
+                    if slash >= 0 and pattern.startswith("/index.htm", slash):
+                        candidates.append(pattern[: slash + 1] + "$")
+                for p in candidates:
+                    if p and matches(path, p, profile.wildcards, profile.anchor):
+                        best = max(best, (len(p), r.kind == "allow"))
+            if not best[1]:
+                return False
+    return True

@@ -1,0 +1,243 @@
+"""The line grammar, fields, diagnostics and limits common to every profile."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import manners
+
+FILE = "User-agent: *\nDisallow: /private\nAllow: /private/ok\n"
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_line_ends(eol: str) -> None:
+    robots = manners.parse(FILE.replace("\n", eol).encode())
+    d = robots.decide("/private/x")
+    assert (d.allowed, d.line, d.rule) == (False, 2, "Disallow: /private")
+    assert robots.decide("/private/ok").line == 3
+
+
+def test_bom_is_skipped_and_reported() -> None:
+    robots = manners.parse(b"\xef\xbb\xbf" + FILE.encode())
+    assert not robots.allowed("/private")
+    assert [d.code for d in robots.diagnostics] == ["bom"]
+    assert not manners.parse("\ufeff" + FILE).allowed("/private")
+
+
+def test_comments_case_and_whitespace() -> None:
+    text = "# head\n  uSeR-aGeNt :  FooBot   # who\n\tDISALLOW\t:\t/Private  # why\n"
+    robots = manners.parse(text)
+    assert not robots.allowed("/Private/x", "foobot")
+    assert robots.allowed("/private/x", "foobot")  # values keep their case
+    assert robots.decide("/Private", "FOOBOT").rule == "Disallow: /Private"
+
+
+def test_googles_forgiven_mistakes() -> None:
+    robots = manners.parse(
+        "useragent FooBot\ndissallow /a\nDisallowed: /b\nuser agent: BarBot\ndisallow: /c\n"
+    )
+    assert not robots.allowed("/a", "FooBot")
+    assert not robots.allowed("/b", "FooBot")
+    assert not robots.allowed("/c", "BarBot")
+    assert robots.allowed("/c", "FooBot")
+    codes = [d.code for d in robots.diagnostics]
+    assert codes.count("missing-colon") == 2
+    assert codes.count("typo") == 4
+
+
+def test_groups_merge_and_agents_share_groups() -> None:
+    text = (
+        "User-agent: a\nDisallow: /x\n\nUser-agent: b\nUser-agent: c\nDisallow: /y\n"
+        "Crawl-delay: 2\nUser-agent: d\nDisallow: /z\n\nUser-agent: A\nDisallow: /w\n"
+    )
+    robots = manners.parse(text)
+    assert not robots.allowed("/x", "a") and not robots.allowed("/w", "a")
+    assert not robots.allowed("/y", "b") and not robots.allowed("/y", "c")
+    assert robots.allowed("/z", "c")  # "d" starts a new group after the rules
+    assert [g.names for g in robots.groups()] == [{"a"}, {"b", "c"}, {"d"}, {"a"}]
+    assert [g.lines for g in robots.groups()][:2] == [(1, 3), (4, 7)]
+
+
+def test_unknown_fields_never_end_a_group() -> None:
+    robots = manners.parse("User-agent: a\nCrawl-delay: 5\nFoo: bar\nUser-agent: b\nDisallow: /\n")
+    assert not robots.allowed("/x", "a")
+
+
+def test_rules_before_any_agent_are_ignored_on_the_web() -> None:
+    robots = manners.parse("Disallow: /\nUser-agent: a\nDisallow: /a\n")
+    assert robots.allowed("/x", "b") and robots.allowed("/x", "a")
+    assert "rule-outside-group" in {d.code for d in robots.diagnostics}
+
+
+def test_agent_is_a_product_token() -> None:
+    robots = manners.parse("User-agent: Googlebot/2.1 (+http://www.google.com/bot.html)\nDisallow: /\n")
+    assert not robots.allowed("/x", "googlebot")
+    assert robots.allowed("/x", "Googlebot/2.1")  # not a product token: names no group
+    assert "agent-token" in {d.code for d in robots.diagnostics}
+
+
+def test_longest_match_and_allow_on_ties() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /a\nAllow: /a\nDisallow: /ab\nAllow: /*c\n")
+    assert robots.allowed("/a")
+    assert not robots.allowed("/ab")
+    assert robots.allowed("/abc")  # "/*c" (3 octets) ties "/ab" and is an Allow
+    assert robots.decide("/abc").rule == "Allow: /*c"
+
+
+def test_wildcards_and_anchor() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /*.php$\nDisallow: /fish*\nDisallow: /a$b\n")
+    assert not robots.allowed("/index.php")
+    assert robots.allowed("/index.php?x=1")
+    assert not robots.allowed("/fishheads")
+    assert not robots.allowed("/a$b")  # "$" inside a pattern is a literal
+    assert robots.allowed("/ab")
+
+
+def test_empty_rules_match_nothing() -> None:
+    robots = manners.parse("User-agent: *\nDisallow:\nAllow:\n")
+    assert robots.allowed("/")
+    assert robots.decide("/").line is None
+
+
+def test_rfc9309_normalisation() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /caf\u00e9\nDisallow: /%7euser\nDisallow: /a%2fb\n")
+    assert not robots.allowed("http://x/caf%C3%A9")
+    assert not robots.allowed("http://x/caf\u00e9/menu")
+    assert not robots.allowed("http://x/~user")
+    assert not robots.allowed("http://x/a%2Fb")
+    assert robots.allowed("http://x/a/b")  # a reserved character stays %-encoded
+    star = manners.parse("User-agent: *\nDisallow: /file-%2A.html\nDisallow: /foo-%24\n")
+    assert not star.allowed("https://www.example.com/file-*.html")
+    assert not star.allowed("https://www.example.com/foo-$")
+    assert star.allowed("https://www.example.com/file-x.html")
+
+
+def test_query_counts_and_fragment_does_not() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /*?sort=\n")
+    assert not robots.allowed("http://x/list?sort=asc#top")
+    assert robots.allowed("http://x/list#?sort=")
+
+
+def test_robots_txt_is_always_allowed_except_to_google() -> None:
+    text = "User-agent: *\nDisallow: /\n"
+    assert manners.parse(text).allowed("http://x/robots.txt")
+    assert not manners.parse(text).allowed("http://x/robots.txt?x")
+    assert not manners.parse(text, profile="google").allowed("http://x/robots.txt")
+
+
+def test_google_takes_the_url_as_given_and_knows_index_html() -> None:
+    robots = manners.parse("User-agent: *\nAllow: /dir/index.html\nDisallow: /\n", profile="google")
+    assert robots.allowed("http://x/dir/")
+    assert not robots.allowed("http://x/dir/other")
+    assert (
+        manners.parse("User-agent: *\nAllow: /dir/index.html\nDisallow: /\n").allowed("http://x/dir/")
+        is False
+    )
+    encoded = manners.parse("User-agent: *\nDisallow: /caf\u00e9\n", profile="google")
+    assert not encoded.allowed("http://x/caf%C3%A9")
+    assert encoded.allowed("http://x/caf\u00e9")
+
+
+def test_fields() -> None:
+    text = (
+        "User-agent: *\nCrawl-delay: 2.5\nRequest-rate: 3/1m\nCheck: 3600\nDisallow: /x\n"
+        "User-agent: slow\nCrawl-delay: 10\nCrawl-delay: 20\n"
+        "Request-rate: 1/5\nRequest-rate: 1/10s\nDisallow:\n"
+        "Sitemap: https://x/a.xml\nsitemap: https://x/b.xml\nSite-map: https://x/a.xml\n"
+    )
+    robots = manners.parse(text)
+    assert robots.crawl_delay() == 2.5
+    assert robots.request_rate() == (3, 60.0)
+    assert robots.check_interval() == 3600
+    assert robots.crawl_delay("slow") == 20
+    assert robots.request_rate("slow") == (1, 10.0)
+    assert robots.check_interval("slow") is None
+    assert robots.sitemaps == ["https://x/a.xml", "https://x/b.xml"]
+
+
+@pytest.mark.parametrize("bad", ["soon", "-1", "nan", "inf", "1e999"])
+def test_bad_crawl_delay_is_ignored_and_reported(bad: str) -> None:
+    robots = manners.parse(f"User-agent: *\nCrawl-delay: {bad}\n")
+    assert robots.crawl_delay() is None
+    assert [(d.line, d.code) for d in robots.diagnostics] == [(2, "bad-crawl-delay")]
+
+
+@pytest.mark.parametrize("bad", ["fast", "0/5", "1/", "/10", "1/10y"])
+def test_bad_request_rate(bad: str) -> None:
+    robots = manners.parse(f"User-agent: *\nRequest-rate: {bad}\n")
+    assert robots.request_rate() is None
+    assert "bad-request-rate" in {d.code for d in robots.diagnostics}
+
+
+def test_max_bytes_drops_the_partial_line_and_says_so() -> None:
+    text = "User-agent: *\nDisallow: /a\nAllow: /abcdef\n"
+    cut = text.index("Allow") + 8  # inside "Allow: /abcdef"
+    robots = manners.parse(text.encode(), max_bytes=cut)
+    assert not robots.allowed("/ab")  # half an Allow would have allowed it
+    assert robots.text == "User-agent: *\nDisallow: /a\n"
+    assert [d.code for d in robots.diagnostics] == ["truncated"]
+    assert manners.parse(text, max_bytes=cut).text == robots.text
+
+
+def test_long_lines_are_cut_as_google_does() -> None:
+    value = "/" + "a" * 20_000
+    robots = manners.parse(f"User-agent: *\nDisallow: {value}\n", profile="google", max_bytes=None)
+    kept = 16_663 - len("Disallow: ")
+    assert not robots.allowed("http://x" + value[:kept])
+    assert not robots.allowed("http://x" + value[:kept] + "zzz")
+    assert robots.allowed("http://x" + value[: kept - 1])
+    assert "long-line" in {d.code for d in robots.diagnostics}
+
+
+def test_non_utf8_bytes_are_matched_as_escapes() -> None:
+    robots = manners.parse(b"User-agent: *\nDisallow: /caf\xe9\n", profile="google")
+    assert not robots.allowed("http://x/caf%E9")
+    assert "non-utf8" in {d.code for d in robots.diagnostics}
+
+
+def test_html_served_as_robots_txt() -> None:
+    page = b"<!DOCTYPE html>\n<html><head><title>Not found</title></head><body>Disallow: /</body></html>"
+    robots = manners.parse(page)
+    assert robots.allowed("/anything")
+    assert "html" in {d.code for d in robots.diagnostics}
+    assert any(d.severity == "error" for d in robots.diagnostics)
+
+
+def test_binary_served_as_robots_txt() -> None:
+    robots = manners.parse(bytes(range(256)) * 8)
+    assert robots.allowed("/x")
+    assert "binary" in {d.code for d in robots.diagnostics}
+
+
+def test_bad_arguments_get_clear_errors() -> None:
+    with pytest.raises(ValueError, match="unknown profile 'web'"):
+        manners.parse("", profile="web")
+    with pytest.raises(TypeError, match="bytes or str"):
+        manners.parse(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_bytes"):
+        manners.parse("", max_bytes=-1)
+
+
+# Complexity guards, not speed measurements: a backtracking matcher or an uncapped
+# parser takes minutes here; these bounds are two orders of magnitude above ours.
+
+
+def test_many_stars_against_a_long_path_is_linear() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /" + "*a" * 400 + "*b\n")
+    path = "/" + "a" * 20_000
+    start = time.perf_counter()
+    assert robots.allowed(path)
+    assert robots.allowed(path)
+    assert not robots.allowed(path + "b")
+    assert time.perf_counter() - start < 0.1
+
+
+def test_twenty_megabytes_parse_within_the_cap() -> None:
+    body = b"User-agent: *\n" + b"Disallow: /x\n" * 1_600_000
+    start = time.perf_counter()
+    robots = manners.parse(body)
+    assert not robots.allowed("/x")
+    assert robots.diagnostics[0].code == "truncated"
+    assert time.perf_counter() - start < 2

@@ -1,0 +1,301 @@
+"""Gemini, Gopher and 1994 behaviour, with the seed documents' own examples and the
+real small-net files in ../shared/corpus/smallnet."""
+
+from __future__ import annotations
+
+import pytest
+
+import manners
+from corpus import SMALLNET
+
+
+def smallnet(name: str, profile: str | None = None) -> manners.RobotsTxt:
+    return manners.parse((SMALLNET / name).read_bytes(), profile=profile)
+
+
+# -- Gemini -------------------------------------------------------------------------
+
+
+def test_gemini_is_the_default_for_gemini_urls() -> None:
+    robots = manners.parse("Disallow: /search\n")  # a capsule file with no User-agent line
+    assert not robots.allowed("gemini://example.org/search?q=x")
+    assert robots.decide("gemini://example.org/search").profile == "gemini"
+    assert robots.allowed("https://example.org/search")  # rfc9309 ignores rules outside groups
+
+
+def test_gemini_file_without_user_agent_applies_to_everyone() -> None:
+    robots = smallnet("gemini_02_gemplex_capsule_no_useragent.txt")
+    assert not robots.allowed("gemini://gemplex.space/search", "gemplex")
+    assert not robots.allowed("gemini://gemplex.space/v/x", roles=["indexer"])
+    assert robots.allowed("gemini://gemplex.space/about")
+    d = robots.decide("gemini://gemplex.space/v")
+    assert (d.allowed, d.line, d.rule) == (False, 2, "Disallow: /v")
+
+
+def test_gemini_allow_star_without_user_agent() -> None:
+    robots = smallnet("gemini_09_diesenbacher_allow_star_no_useragent.txt")
+    assert robots.allowed("gemini://diesenbacher.net/anything", roles=["archiver"])
+
+
+def test_gemini_webproxy_only() -> None:
+    robots = smallnet("gemini_03_warpengineer_space_webproxy.txt")
+    assert not robots.allowed("gemini://warpengineer.space/", roles=["webproxy"])
+    assert robots.allowed("gemini://warpengineer.space/", roles=["indexer"])
+    assert robots.allowed("gemini://warpengineer.space/")
+
+
+def test_gemini_lowercase_agent_without_space() -> None:
+    robots = smallnet("gemini_10_station_advice_nospace_useragent.txt")
+    assert not robots.allowed("gemini://station.martinrue.com/drafts/1")
+    assert robots.allowed("gemini://station.martinrue.com/public")
+
+
+def test_gemini_role_group_replaces_star_group() -> None:
+    robots = smallnet("gemini_11_cl_robots_txt_readme_tlgs_style.txt")
+    assert not robots.allowed("gemini://tlgs.one/search", roles=["indexer"])
+    assert robots.allowed("gemini://tlgs.one/add-seed", roles=["indexer"])
+    assert not robots.allowed("gemini://tlgs.one/add-seed")
+    assert robots.allowed("gemini://tlgs.one/search")
+
+
+def test_gemini_several_roles_take_the_most_restrictive_combination() -> None:
+    robots = smallnet("gemini_12_tutorial_all_virtual_agents.txt")
+    both = ["archiver", "indexer"]
+    assert not robots.allowed("gemini://x/private/a", roles=both)  # archiver says no
+    assert not robots.allowed("gemini://x/drafts/a", roles=both)  # indexer says no
+    assert robots.allowed("gemini://x/cgi-bin/a", roles=both)  # only the * group says no
+    d = robots.decide("gemini://x/drafts/a", roles=both)
+    assert (d.line, d.rule) == (5, "Disallow: /drafts/")
+    assert "indexer" in d.reason
+    assert robots.allowed("gemini://x/private/a", roles=["researcher"])  # empty Disallow
+    assert not robots.allowed("gemini://x/", roles=["webproxy"])
+    assert not robots.allowed("gemini://x/cgi-bin/a")
+    assert robots.allowed("gemini://x/private/a")
+
+
+def test_gemini_wildcards_per_role() -> None:
+    robots = smallnet("gemini_07_ponixserver_gig_wildcards.txt")
+    assert not robots.allowed("gemini://x/github/repo/manners/files", roles=["indexer"])
+    assert robots.allowed("gemini://x/github/repo/manners/issues", roles=["indexer"])
+    assert robots.allowed("gemini://x/github/repo/manners/files", roles=["webproxy"])
+
+
+def test_gemini_crawl_delay_from_star_group() -> None:
+    robots = smallnet("gemini_04_phoebe_default_crawl_delay.txt")
+    assert robots.crawl_delay() == 10
+    assert robots.crawl_delay(roles=["indexer"]) == 10
+    assert not robots.allowed("gemini://x/do/rss")
+    assert robots.allowed("gemini://x/do/index")
+
+
+def test_gemini_webproxy_plus_web_boilerplate() -> None:
+    robots = smallnet("gemini_13_webproxy_plus_web_boilerplate_excerpt.txt")
+    assert not robots.allowed("gemini://x/page", roles=["webproxy"])
+    assert not robots.allowed("gemini://x/page", "Adsbot")
+    assert robots.allowed("gemini://x/ads.txt", "Adsbot")
+    assert not robots.allowed("gemini://x/noindex/a")
+
+
+SPC = (SMALLNET.parent.parent / "seeds" / "002_ebe358e7a30aaf66.txt").read_text()
+PROPOSAL = SPC[SPC.index("User-agent: GUS") : SPC.index("-spc")]
+
+
+def test_gemini_list_proposal_example() -> None:
+    robots = manners.parse(PROPOSAL, profile="gemini")
+    for who in ({"agent": "GUS"}, {"agent": "other", "roles": ["indexer"]}):
+        assert robots.allowed("gemini://x/private/butpublic", **who)  # type: ignore[arg-type]
+        assert not robots.allowed("gemini://x/private/other", **who)  # type: ignore[arg-type]
+        assert robots.crawl_delay(**who) == 10  # type: ignore[arg-type]
+    assert robots.check_interval(roles=["feed"]) == 21600
+    assert not robots.allowed("gemini://x/private/a", roles=["feed"])
+    assert robots.crawl_delay() == 20
+    assert robots.check_interval() is None
+
+
+def test_gemini_virtual_agent_star_and_order_of_choice() -> None:
+    text = (
+        "User-agent: *\nDisallow: /star\n\n"
+        "Virtual-agent: *\nDisallow: /virtual\nCrawl-delay: 3\n\n"
+        "Virtual-agent: archiver\nDisallow: /archiver\nCrawl-delay: 7\n\n"
+        "User-agent: mybot\nDisallow: /mine\n"
+    )
+    robots = manners.parse(text, profile="gemini")
+    assert not robots.allowed("/mine", "mybot", ["archiver"])  # (1) the robot's own group
+    assert robots.allowed("/archiver", "mybot", ["archiver"])
+    assert not robots.allowed("/archiver", "other", ["archiver"])  # (2) its role's group
+    assert robots.allowed("/virtual", "other", ["archiver"])
+    assert not robots.allowed("/virtual", "other", ["indexer"])  # (3) Virtual-agent: *
+    assert robots.allowed("/star", "other", ["indexer"])
+    assert not robots.allowed("/star", "other")  # (4) User-agent: *
+    assert robots.crawl_delay("other", ["archiver", "indexer"]) == 7
+    assert robots.crawl_delay("other", ["indexer"]) == 3
+
+
+def test_gemini_combination_crawl_delay_is_the_largest() -> None:
+    robots = manners.parse(
+        "User-agent: archiver\nCrawl-delay: 5\nDisallow:\n\nUser-agent: indexer\nCrawl-delay: 9\nDisallow:\n",
+        profile="gemini",
+    )
+    assert robots.crawl_delay(roles=["archiver", "indexer"]) == 9
+
+
+# -- Gopher -------------------------------------------------------------------------
+
+
+def test_gopher_selector_and_typed_form() -> None:
+    robots = smallnet("gopher_20_quux_org_both_spellings_partial.txt", "gopher")
+    assert not robots.allowed("gopher://quux.org/1/Archives/mirrors/foo")
+    assert not robots.allowed("/Archives/mirrors/x")
+    assert robots.allowed("gopher://quux.org/1/Archives/other")
+    typed_only = manners.parse("User-agent: veronica\nDisallow: 1/something\n", profile="gopher")
+    d = typed_only.decide("gopher://x/1/something/else", "veronica")
+    assert (d.allowed, d.line) == (False, 2)
+    assert "'1/something/else'" in d.reason
+    assert typed_only.allowed("gopher://x/0/something/else", "veronica")
+    assert typed_only.allowed("gopher://x/1/something", "other")
+
+
+def test_gopher_no_leading_slash_is_implied() -> None:
+    robots = smallnet("gopher_22_proposal_2019_examples.txt", "gopher")
+    # "Disallow: /" blocks selectors starting with a slash, "Disallow: */" any with one.
+    assert robots.allowed("about.txt")
+    assert robots.allowed("gopher://x/0about.txt")
+    assert not robots.allowed("dir/file")
+    assert not robots.allowed("gopher://x/1/")
+    assert robots.allowed("robots.txt") and robots.allowed("gopher://x/0/robots.txt")
+    only_slash = manners.parse("Disallow: /\n", profile="gopher")
+    assert only_slash.allowed("about.txt")
+    assert not only_slash.allowed("/about.txt")
+
+
+def test_gopher_dollar_is_an_ordinary_character() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /price$\n", profile="gopher")
+    assert not robots.allowed("/price$list")
+    assert robots.allowed("/price")
+    web = manners.parse("User-agent: *\nDisallow: /price$\n", profile="rfc9309")
+    assert not web.allowed("/price") and web.allowed("/price$list")
+
+
+def test_gopher_no_percent_normalisation() -> None:
+    robots = manners.parse("Disallow: /a%20b\nDisallow: /caf\u00e9\n", profile="gopher")
+    assert not robots.allowed("/a%20b")
+    assert robots.allowed("/a b")
+    assert not robots.allowed("gopher://x/0/caf%C3%A9")  # the URL is %-decoded to the selector
+    assert not robots.allowed("/caf\u00e9")
+
+
+def test_gopher_rules_before_any_agent_apply_to_everyone() -> None:
+    robots = manners.parse("Disallow: /secret\nUser-agent: veronica\nDisallow: /other\n", profile="gopher")
+    assert not robots.allowed("/secret", "veronica")
+    assert not robots.allowed("/other", "veronica")
+    assert not robots.allowed("/secret", "other")
+    assert robots.allowed("/other", "other")
+
+
+def test_gopher_typo_and_other_fields() -> None:
+    robots = smallnet("gopher_23_bitreich_2019_mail_sketch_with_typo.txt", "gopher")
+    assert robots.allowed("/some/selector")  # "Diallow" is no known typo: ignored
+    assert robots.crawl_delay() == 10
+    assert robots.sitemaps == ["gopher://bitreich.org/0/example/sitemaps.xml"]
+    codes = {d.code for d in robots.diagnostics}
+    assert "unknown-field" in codes
+
+
+def test_gopher_veronica_files() -> None:
+    robots = smallnet("gopher_24_veronica_ctl_1994_tokens.txt")
+    assert not robots.allowed("gopher://x/1/private/a", "veronica")
+    assert robots.allowed("gopher://x/1/private/a", "other")
+    robots = smallnet("gopher_21_v2_2003_internal_itemtype_example.txt")
+    assert not robots.allowed("gopher://x/1/something", "veronica")
+
+
+def test_gopher_captured_server_file() -> None:
+    robots = manners.parse((SMALLNET / "gopher_33_gophernicus_robots_crlf_converted.bin").read_bytes())
+    assert robots.decide("gopher://127.0.0.1/0/private/x").profile == "gopher"
+    assert not robots.allowed("gopher://127.0.0.1/0/private/x")
+    assert not robots.allowed("gopher://127.0.0.1/1/cgi-bin")
+    assert robots.allowed("gopher://127.0.0.1/0/public")
+
+
+@pytest.mark.parametrize("selector", ["robots.txt", "/robots.txt", "0/robots.txt", "gopher://h/0robots.txt"])
+def test_gopher_robots_txt_always_allowed(selector: str) -> None:
+    robots = manners.parse("User-agent: *\nDisallow: *\n", profile="gopher")
+    assert robots.allowed(selector)
+    assert not robots.allowed("anything")
+
+
+# -- 1994 ---------------------------------------------------------------------------
+
+SEED_1994 = (SMALLNET.parent.parent / "seeds" / "004_02397d09a23fa61d.txt").read_text()
+
+
+def _example(n: int) -> str:
+    blocks = SEED_1994.split("_________________________________________________________________")
+    examples = [b for b in blocks if b.strip().startswith("# ")]
+    return examples[n]
+
+
+def test_1994_seed_examples() -> None:
+    first = manners.parse(_example(0), profile="1994")
+    for path in ("/cyberworld/map/index.html", "/tmp/x", "/foo.html"):
+        assert not first.allowed(f"http://www.example.com{path}", "AnyBot/1.0")
+    assert first.allowed("http://www.example.com/bar.html", "AnyBot/1.0")
+    second = manners.parse(_example(1), profile="1994")
+    assert second.allowed("http://www.example.com/cyberworld/map/x", "CyberMapper/2.1")
+    assert not second.allowed("http://www.example.com/cyberworld/map/x", "OtherBot")
+    third = manners.parse(_example(2), profile="1994")
+    assert not third.allowed("http://www.example.com/", "anybot")
+
+
+def test_1994_blank_line_ends_a_record() -> None:
+    robots = manners.parse("User-agent: *\n\nDisallow: /x\n", profile="1994")
+    assert robots.allowed("/x")
+    comment = manners.parse(
+        "User-agent: *\n# a comment is no record boundary\nDisallow: /x\n", profile="1994"
+    )
+    assert not comment.allowed("/x")
+    assert not manners.parse("User-agent: *\n\nDisallow: /x\n", profile="rfc9309").allowed("/x")
+
+
+def test_1994_substring_and_first_record_wins() -> None:
+    text = (
+        "User-agent: mapper\nDisallow: /a\n\n"
+        "User-agent: cybermapper\nDisallow: /b\n\n"
+        "User-agent: *\nDisallow: /\n"
+    )
+    robots = manners.parse(text, profile="1994")
+    assert not robots.allowed("/a", "CyberMapper/2.1")
+    assert robots.allowed("/b", "CyberMapper/2.1")
+    assert not robots.allowed("/b", "Other")
+
+
+def test_1994_plain_prefixes_and_no_allow() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /*.gif\nDisallow: /x$\nAllow: /x$/ok\n", profile="1994")
+    assert robots.allowed("/a.gif")
+    assert not robots.allowed("/*.gif")
+    assert not robots.allowed("/x$/ok")
+    assert robots.allowed("/x")
+    assert "allow-unsupported" in {d.code for d in robots.diagnostics}
+
+
+def test_1994_empty_disallow_and_empty_file() -> None:
+    assert manners.parse("User-agent: *\nDisallow:\n", profile="1994").allowed("/x")
+    assert manners.parse("", profile="1994").allowed("/x")
+
+
+# -- every small-net file under every profile -------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(SMALLNET.glob("*.*")), ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", sorted(manners.PROFILES))
+def test_smallnet_files_parse_under_every_profile(path, profile: str) -> None:
+    robots = manners.parse(path.read_bytes(), profile=profile)
+    for target in ("/", "/private/x", "gemini://x/search", "gopher://x/1/private"):
+        for roles in ((), ("indexer",), ("archiver", "webproxy")):
+            d = robots.decide(target, "veronica", roles)
+            assert d.allowed is robots.allowed(target, "veronica", roles)
+            assert d.profile == profile
+            if d.line is not None:
+                assert d.rule is not None
+                assert d.rule.split(":")[0] in ("Allow", "Disallow")
+    assert all(d.code for d in robots.diagnostics)
