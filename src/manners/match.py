@@ -143,10 +143,12 @@ def google_path(url: str) -> str:
     """Google's GetPathParamsQuery, character for character."""
     m = _SCHEME_AUTHORITY.match(url)
     if m is not None:  # the common case, where the general code below agrees
-        path = url[m.end() :].split("#", 1)[0]
-        if not path:
-            return "/"
-        return path if path[0] == "/" else "/" + path
+        end = m.end()
+        cut = url.find("#", end)
+        path = url[end:cut] if cut >= 0 else url[end:]
+        if path[:1] == "/":
+            return path
+        return "/" + path if path else "/"
     search_start = 2 if url[:2] == "//" else 0
     early_path = _find_first_of(url, "/?;", search_start)
     protocol_end = url.find("://", search_start)

@@ -36,24 +36,35 @@ OTHER_KEYS = {
 _WS = r"[ \t\v\f]"
 
 
-def _line_re(prefixes: tuple[str, ...]) -> re.Pattern[str]:
-    """A line whose key starts with one of ``prefixes``: group 1 the key, 2 or 3 the value.
+# Characters that mean themselves under every profile: RFC 3986's unreserved and
+# reserved sets without the pattern operators "*" and "$" and the escape "%".
+PLAIN = r"A-Za-z0-9\-._~:/?\[\]@!&'()+,;="
+
+
+def _line_re(prefixes: tuple[str, ...], plain: bool = False) -> re.Pattern[str]:
+    """A line whose key starts with one of ``prefixes``: group 1 the key, then the value.
 
     The pattern begins at the LF that ends the previous line (prepared text starts
-    with one), so ``re`` skips from line to line with its fast literal scan.  A CR
-    may stand before that LF.  Values keep trailing white space here; ``value_of``
-    trims it, which is cheaper than a lazy match.
+    with one), so ``re`` skips from line to line with its fast literal scan; a CR
+    may stand before that LF.  The value is in one of the later groups, the others
+    empty (see ``value_of``).  With ``plain``, a value made only of PLAIN characters
+    comes in a group of its own: it needs no spelling and holds no operator, so a
+    matcher can take it as a prefix without looking at it again.
     """
     alt = "|".join(re.escape(p) for p in prefixes)
+    value = r"((?:[^#\r\n]*[^#\s])?)[^#\r\n]*"
+    if plain:
+        value = rf"(?:([{PLAIN}]*)(?={_WS}*(?:[#\r\n]|\Z))|{value})"
     return re.compile(
-        rf"\n{_WS}*({alt})(?:[^:#\r\n]*:{_WS}*((?:[^#\r\n]*[^#\s])?)[^#\r\n]*"  # key: value
+        rf"\n{_WS}*({alt})(?:[^:#\r\n]*:{_WS}*{value}"  # key: value
         rf"|[^ \t:#\r\n]*[ \t]+([^ \t:#\r\n]+){_WS}*(?=[#\r\n]|\Z))",  # key value, no colon at all
         re.ASCII | re.IGNORECASE,
     )
 
 
 AGENT_LINE = _line_re(USER_AGENT_KEYS + VIRTUAL_AGENT_KEYS)
-RULE_LINE = _line_re(ALLOW_KEYS + DISALLOW_KEYS)
+#: groups: key, plain value, other value, value of a line with no colon
+RULE_LINE = _line_re(ALLOW_KEYS + DISALLOW_KEYS, plain=True)
 SITEMAP_LINE = _line_re(SITEMAP_KEYS)
 ANY_LINE = re.compile(
     rf"{_WS}*(?:([^:#\n]*):{_WS}*([^#\n]*)"
@@ -247,10 +258,12 @@ def scan_agents(text: str) -> list[AgentLine]:
 _SPACE = " \t\v\f\r"
 
 
-def value_of(colon_form: str | None, two_words: str | None) -> str:
-    """The value from a line match (findall gives "" for the form not taken)."""
-    if colon_form:
-        return colon_form  # the pattern already left trailing white space out
+def value_of(*groups: str | None) -> str:
+    """The value from a line match's value groups (findall gives "" for those not taken)."""
+    *trimmed, two_words = groups
+    for value in trimmed:
+        if value:
+            return value  # the pattern already left white space out
     return two_words.strip(_SPACE) if two_words else ""
 
 
@@ -264,8 +277,11 @@ def _find_all(haystack: Any, needle: Any) -> list[int]:
     return out
 
 
-def scan_rules(text: str, start: int, end: int) -> list[tuple[str, str, str]]:
-    """(key, value, value) for each Allow/Disallow line in a span; see ``value_of``."""
+RuleLine = tuple[str, str, str, str]  # key, plain value, other value, two-word value
+
+
+def scan_rules(text: str, start: int, end: int) -> list[RuleLine]:
+    """The Allow and Disallow lines of a span, as RULE_LINE's groups."""
     return RULE_LINE.findall(text, start, end)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from operator import itemgetter, methodcaller
 from typing import NamedTuple
 
 from .match import (
-    NEEDS_NORMALISING,
     Rule,
     compile_rule,
     google_escape,
@@ -28,6 +29,7 @@ from .parse import (
     AgentLine,
     Line,
     Prepared,
+    RuleLine,
     classify,
     has_rule,
     iter_lines,
@@ -97,75 +99,58 @@ class _Group(NamedTuple):
 class _Choice:
     """The rules of the groups chosen for one robot, read once, compiled when asked twice."""
 
-    __slots__ = ("index", "label", "plain", "raw", "spans")
+    __slots__ = ("index", "label", "raw", "spans")
 
     def __init__(self, label: str, spans: tuple[Span, ...]) -> None:
         self.label = label  # whose rules these are, for reasons: "user-agent googlebot"
         self.spans = spans
-        self.raw: list[tuple[str, str, str]] | None = None
-        self.plain = False  # no pattern in the spans needs compiling
+        self.raw: list[RuleLine] | None = None
         self.index: _Index | None = None
 
 
 class _Index:
     """Compiled rules, bucketed for the longest-match search.
 
-    Rules are kept longest first (Allow first on ties), so the first that matches
-    decides.  A pattern's first piece must be a prefix of the path, so rules are
-    bucketed by its first characters, and a path only visits its bucket.  Buckets
-    are compiled when first visited: a crawl that stays in /blog never pays for
-    the thousands of rules about /shop.
+    A pattern's first piece must be a prefix of the path, so a path only needs the
+    rules whose first piece shares its first KEY characters.  Plain patterns (see
+    parse.PLAIN) are kept sorted, so those rules are found by bisection, and a bucket
+    is compiled when a path first needs it: a crawl that stays in /blog never pays
+    for the thousands of rules about /shop.  Other patterns are few; all are
+    compiled at once.
     """
 
-    __slots__ = ("_buckets", "_firsts", "_pending", "_short")
+    __slots__ = ("_buckets", "_order", "_others", "_profile", "_raw", "_values")
     KEY = 3
 
-    def __init__(self, profile: Profile, raw: list[tuple[str, str, str]], plain: bool) -> None:
-        key = self.KEY
-        special = _SPECIAL[profile.target].search
-        spelling = _PATTERN[profile.target]
-        short: list[Rule] = []
-        firsts: list[str] = []
-        pending: dict[str, list[Rule | tuple[bool, str, int]]] = {}
-        for ordinal, (k, colon_form, two_words) in enumerate(raw):
-            value = colon_form or value_of(colon_form, two_words)
-            allow = k[0] in "aA"
-            if not value or (allow and not profile.allow):
-                continue
-            if plain or special(value) is None:  # compiled when its bucket is first visited
-                firsts.append(value)
-                if len(value) < key:
-                    short.append(_plain_rule(allow, value, ordinal))
-                else:
-                    pending.setdefault(value[:key], []).append((allow, value, ordinal))
-                continue
-            for rule in _rules(profile, allow, spelling(value), ordinal, value):
-                first = rule.pieces[0]
-                firsts.append(first)
-                if len(first) < key:
-                    short.append(rule)
-                else:
-                    pending.setdefault(first[:key], []).append(rule)
-        short.sort(key=_precedence)
-        self._short = tuple(short)
-        self._firsts = tuple(firsts)
-        self._pending = pending
-        self._buckets: dict[str, tuple[Rule, ...]] = {}
+    def __init__(self, profile: Profile, raw: list[RuleLine]) -> None:
+        self._profile = profile
+        self._raw = raw
+        plain = list(map(_PLAIN_VALUE, raw))
+        order = sorted(range(len(raw)), key=plain.__getitem__)  # all in C
+        values = list(map(plain.__getitem__, order))
+        n_other = bisect_right(values, "")  # lines whose value is not plain sort first
+        others: list[Rule] = []
+        for ordinal in order[:n_other]:
+            others += _line_rules(profile, raw[ordinal], ordinal)
+        if profile.index_html:  # Allow .../index.html also makes a rule for .../
+            for value in set(filter(_HAS_INDEX_HTML, values)):
+                for ordinal in _positions(plain, value):
+                    if raw[ordinal][0][0] in "aA":
+                        others += _rules(profile, True, value, ordinal, value)[1:]
+        self._others = others
+        self._order = order[n_other:]
+        self._values = values[n_other:]
+        self._buckets: dict[str, _Bucket] = {}
 
     def first(self, path: str) -> Rule | None:
         """The rule that decides for ``path``, or None when none matches."""
-        if not path.startswith(self._firsts):
-            return None
         k = path[: self.KEY]
         bucket = self._buckets.get(k)
         if bucket is None:
-            pending = self._pending.pop(k, None)
-            if pending is None:
-                bucket = self._short
-            else:
-                rules = [r if isinstance(r, Rule) else _plain_rule(*r) for r in pending]
-                bucket = self._buckets[k] = tuple(sorted(rules + list(self._short), key=_precedence))
-        for rule in bucket:
+            bucket = self._buckets[k] = self._bucket(k)
+        if not path.startswith(bucket.firsts):
+            return None
+        for rule in bucket.rules:
             pieces = rule[2]
             if path.startswith(pieces[0]):
                 if len(pieces) == 1:
@@ -174,6 +159,54 @@ class _Index:
                 elif rule[6] in path and wild_tail(pieces, rule[3], path):
                     return rule
         return None
+
+    def _bucket(self, k: str) -> _Bucket:
+        values, order, raw = self._values, self._order, self._raw
+        ranges = [(bisect_left(values, k), bisect_left(values, k + "\U0010ffff"))]
+        for n in range(1, len(k)):  # shorter patterns that are prefixes of k
+            ranges.append((bisect_left(values, k[:n]), bisect_right(values, k[:n])))
+        skip_allow = not self._profile.allow
+        rules = [
+            _plain_rule(allow, values[i], order[i])
+            for lo, hi in ranges
+            for i in range(lo, hi)
+            if not ((allow := raw[order[i]][0][0] in "aA") and skip_allow)
+        ]
+        rules += [r for r in self._others if r.pieces[0].startswith(k) or k.startswith(r.pieces[0])]
+        return _Bucket(rules)
+
+
+def _positions(values: list[str], value: str) -> list[int]:
+    """Every index of ``value`` in ``values``, searched in C."""
+    out = []
+    i = -1
+    for _ in range(values.count(value)):
+        i = values.index(value, i + 1)
+        out.append(i)
+    return out
+
+
+def _line_rules(profile: Profile, line: RuleLine, ordinal: int) -> list[Rule]:
+    allow = line[0][0] in "aA"
+    if allow and not profile.allow:
+        return []
+    value = value_of(*line[1:])
+    return _rules(profile, allow, _PATTERN[profile.target](value), ordinal, value) if value else []
+
+
+_PLAIN_VALUE = itemgetter(1)
+_HAS_INDEX_HTML = methodcaller("__contains__", "/index.htm")
+
+
+class _Bucket:
+    """Rules in precedence order, and their first pieces: a path none starts with is done."""
+
+    __slots__ = ("firsts", "rules")
+
+    def __init__(self, rules: list[Rule]) -> None:
+        rules.sort(key=_precedence)
+        self.rules = tuple(rules)
+        self.firsts = tuple({r.pieces[0]: None for r in rules})
 
 
 def _plain_rule(allow: bool, value: str, ordinal: int) -> Rule:
@@ -280,14 +313,11 @@ class RobotsTxt:
         if choice.index is not None:
             return choice.index.first(path)
         if choice.raw is not None:  # asked before: worth indexing
-            choice.index = _Index(profile, choice.raw, choice.plain)
+            choice.index = _Index(profile, choice.raw)
             return choice.index.first(path)
         text = self._text
         choice.raw = raw = [r for start, end in choice.spans for r in scan_rules(text, start, end)]
-        choice.plain = all(
-            _SPECIAL_NEARBY[profile.target].search(text, s, e) is None for s, e in choice.spans
-        )
-        return _first_as_written(profile, raw, path, choice.plain)
+        return _first_as_written(profile, raw, path)
 
     # -- fields ------------------------------------------------------------------
 
@@ -348,7 +378,7 @@ class RobotsTxt:
         for g in self._index(profile)[0]:
             agents = tuple((line_number(text, a.pos), a.value) for a in g.members if not a.virtual)
             virtual = tuple((line_number(text, a.pos), a.value) for a in g.members if a.virtual)
-            last = line_number(text, g.span[1]) - 1
+            last = line_number(text, g.span[1]) - 1 if g.span[1] < len(text) else text.count("\n")
             out.append(Group(agents, virtual, g.names, g.virtual_names, (line_number(text, g.span[0]), last)))
         return out
 
@@ -483,39 +513,32 @@ def _rules(profile: Profile, allow: bool, pattern: str, ordinal: int, value: str
     return [rule]
 
 
-def _first_as_written(
-    profile: Profile, raw: list[tuple[str, str, str]], path: str, plain: bool
-) -> Rule | None:
-    """The deciding rule in one pass over the lines, compiling only what needs it.
+def _first_as_written(profile: Profile, raw: list[RuleLine], path: str) -> Rule | None:
+    """The deciding rule, found without a Python step per line.
 
-    Most patterns are plain prefixes that mean what they say: for those a
-    ``startswith`` is the whole test.  ``plain`` says no line in the groups has a
-    character that could make a pattern anything else.  Same answer as an _Index.
+    Plain patterns (see parse.PLAIN) are prefixes that mean what they say, so
+    ``filter(path.startswith, ...)`` finds the ones that match, in C; only those and
+    the lines that are not plain get a look of their own.  Same answer as an _Index.
     """
-    special = _SPECIAL[profile.target].search
-    startswith = path.startswith
-    best: Rule | None = None
-    best_priority, best_allow = 0, False
-    for ordinal, (key, colon_form, two_words) in enumerate(raw):
-        value = colon_form or value_of(colon_form, two_words)
-        if plain or special(value) is None:
-            if not value or not startswith(value):
-                continue
-            allow = key[0] in "aA"
-            better = len(value) > best_priority or (allow and not best_allow and len(value) == best_priority)
-            if better and (profile.allow or not allow):
-                best, best_priority, best_allow = _plain_rule(allow, value, ordinal), len(value), allow
-            continue
-        allow = key[0] in "aA"
-        if allow and not profile.allow:
-            continue
-        for rule in _rules(profile, allow, _PATTERN[profile.target](value), ordinal, value):
-            better = rule.priority > best_priority or (
-                allow and not best_allow and rule.priority == best_priority
-            )
-            if better and rule.matches(path):
-                best, best_priority, best_allow = rule, rule.priority, allow
-    return best
+    plain = list(map(_PLAIN_VALUE, raw))
+    candidates: list[Rule] = []
+    for value in set(filter(path.startswith, plain)):
+        if value:
+            candidates += (_plain_rule(raw[i][0][0] in "aA", value, i) for i in _positions(plain, value))
+    for ordinal in _positions(plain, ""):
+        candidates += (r for r in _line_rules(profile, raw[ordinal], ordinal) if r.matches(path))
+    if profile.index_html and path.endswith("/"):
+        for value in set(filter(methodcaller("startswith", path + "index.htm"), plain)):
+            if value.rfind("/") == len(path) - 1:
+                candidates += (
+                    r
+                    for i in _positions(plain, value)
+                    if raw[i][0][0] in "aA"
+                    for r in _rules(profile, True, value, i, value)[1:]
+                )
+    if not profile.allow:
+        candidates = [r for r in candidates if not r.allow]
+    return min(candidates, key=_precedence, default=None)
 
 
 def _name_1994(value: str) -> str:
@@ -553,20 +576,6 @@ _PATTERN: dict[str, Callable[[str], str]] = {
     "plain": lambda v: normalise(v, pattern=False),
     "google": google_escape,
     "selector": lambda v: v,
-}
-# A value that does not match this means what it says: its pattern is itself, a prefix.
-_SPECIAL: dict[str, re.Pattern[str]] = {
-    "rfc3986": NEEDS_NORMALISING,
-    "plain": NEEDS_NORMALISING,
-    "google": re.compile(r"[^\x00-\x7f]|\*|\$$|%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])|/index\.htm"),
-    "selector": re.compile(r"\*"),
-}
-# Where none of these occurs in a span, no value in it is special (checked in C, once).
-_SPECIAL_NEARBY: dict[str, re.Pattern[str]] = {
-    "rfc3986": re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;= \t\r\n#]|[^:\s][ \t]+[^\s#]"),
-    "plain": re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;= \t\r\n#]|[^:\s][ \t]+[^\s#]"),
-    "google": re.compile(r"[^\x00-\x7f]|[*$]|%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])|index\.htm"),
-    "selector": re.compile(r"\*"),
 }
 
 
