@@ -126,7 +126,8 @@ def main() -> None:
         ours = results["manners"]
         print(f"{title:9} {'seconds':>9} {unit:>12} {'manners is':>12}")
         for name, secs in results.items():
-            ratio = "" if name == "manners" else f"{secs / ours:10.1f}x"
+            r = secs / ours
+            ratio = "" if name == "manners" else f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
             print(f"{name:9} {secs:9.3f} {count / secs:12,.0f} {ratio:>12}")
         print()
     sys.stdout.flush()
