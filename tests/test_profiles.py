@@ -40,6 +40,7 @@ def test_gemini_allow_star_without_user_agent() -> None:
 def test_gemini_webproxy_only() -> None:
     robots = smallnet("gemini_03_warpengineer_space_webproxy.txt")
     assert not robots.allowed("gemini://warpengineer.space/", roles=["webproxy"])
+    assert not robots.allowed("gemini://warpengineer.space/", roles="webproxy")  # one role, not letters
     assert robots.allowed("gemini://warpengineer.space/", roles=["indexer"])
     assert robots.allowed("gemini://warpengineer.space/")
 

@@ -77,7 +77,7 @@ class Line(NamedTuple):
     """One line of the file that carries a key and a value."""
 
     number: int
-    pos: int  # offset of the line in the prepared text
+    pos: int  # offset of the LF before the line in the prepared text
     kind: str  # user-agent, virtual-agent, allow, disallow, sitemap, crawl-delay, ...
     key: str  # the key as written
     value: str  # the value, trimmed, as written
@@ -118,7 +118,7 @@ def utf8(s: str) -> bytes:
 
 
 def prepare(data: bytes | bytearray | memoryview | str, max_bytes: int | None) -> Prepared:
-    """Decode, cap, strip the BOM and turn every line end into LF.
+    """Decode, cap, strip the BOM, make lone CRs LFs and put an LF in front.
 
     Bytes that are not UTF-8 survive as surrogate escapes, so patterns can be
     %-encoded byte for byte exactly as Google does.  When ``max_bytes`` cuts the
@@ -170,7 +170,7 @@ def _has_long_line(text: str) -> bool:
     """
     chunk = MAX_LINE_BYTES // 2 if text.isascii() else MAX_LINE_BYTES // 8
     find = text.find
-    return any(find("\n", i, i + chunk) < 0 for i in range(0, len(text) - chunk, chunk))
+    return any(find("\n", i, i + chunk) < 0 for i in range(0, len(text) - chunk + 1, chunk))
 
 
 def _cut_long_lines(text: str) -> tuple[str, tuple[int, ...]]:
@@ -178,7 +178,7 @@ def _cut_long_lines(text: str) -> tuple[str, tuple[int, ...]]:
     cut = []
     for i, line in enumerate(lines):
         if len(line) > MAX_LINE_BYTES // 4:
-            raw = utf8(line)
+            raw = utf8(line.removesuffix("\r"))
             if len(raw) > MAX_LINE_BYTES:
                 lines[i] = raw[:MAX_LINE_BYTES].decode("utf-8", "surrogateescape")
                 cut.append(i + 1)

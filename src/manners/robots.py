@@ -256,7 +256,7 @@ class RobotsTxt:
         """May ``agent`` (acting as ``roles``) fetch ``target``?"""
         profile = self._profile or profile_for(target)
         if type(roles) is not tuple:
-            roles = tuple(roles)
+            roles = _roles(roles)
         policy = self._policies.get((profile.name, agent, roles))
         if policy is None:
             policy = self._policy(profile, agent, roles)
@@ -276,7 +276,7 @@ class RobotsTxt:
     def decide(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> Decision:
         """Like allowed(), with the deciding rule, its line and the reason."""
         profile = self._profile or profile_for(target)
-        roles = tuple(roles)
+        roles = _roles(roles)
         policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
         paths = _SUBJECTS[profile.target](target)
         for path in paths:
@@ -338,7 +338,7 @@ class RobotsTxt:
         return max((v for v in values if v is not None), default=None)
 
     def _fields(self, kind: str, agent: str, roles: Iterable[str]) -> list[str]:
-        roles = tuple(roles)
+        roles = _roles(roles)
         profile = self._profile or get_profile("gemini" if roles else "rfc9309")
         policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
         return [
@@ -379,7 +379,8 @@ class RobotsTxt:
             agents = tuple((line_number(text, a.pos), a.value) for a in g.members if not a.virtual)
             virtual = tuple((line_number(text, a.pos), a.value) for a in g.members if a.virtual)
             last = line_number(text, g.span[1]) - 1 if g.span[1] < len(text) else text.count("\n")
-            out.append(Group(agents, virtual, g.names, g.virtual_names, (line_number(text, g.span[0]), last)))
+            lines = (line_number(text, g.span[0]), last)
+            out.append(Group(agents, virtual, g.names - {""}, g.virtual_names - {""}, lines))
         return out
 
     def _index(self, profile: str | Profile | None = None) -> tuple[list[_Group], int]:
@@ -539,6 +540,11 @@ def _first_as_written(profile: Profile, raw: list[RuleLine], path: str) -> Rule 
     if not profile.allow:
         candidates = [r for r in candidates if not r.allow]
     return min(candidates, key=_precedence, default=None)
+
+
+def _roles(roles: Iterable[str]) -> tuple[str, ...]:
+    """Roles as a tuple; a lone string is one role, not a run of letters."""
+    return (roles,) if isinstance(roles, str) else tuple(roles)
 
 
 def _name_1994(value: str) -> str:
