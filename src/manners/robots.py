@@ -119,8 +119,8 @@ class _Index:
     compiled at once.
     """
 
-    __slots__ = ("_buckets", "_order", "_others", "_profile", "_raw", "_values")
-    KEY = 3
+    __slots__ = ("_buckets", "_order", "_others", "_profile", "_raw", "_short_others", "_values")
+    KEY = 2  # measured on the crawl benchmark: 2 beats 1, 3 and 4
 
     def __init__(self, profile: Profile, raw: list[RuleLine]) -> None:
         self._profile = profile
@@ -137,7 +137,11 @@ class _Index:
                 for ordinal in _positions(plain, value):
                     if raw[ordinal][0][0] in "aA":
                         others += _rules(profile, True, value, ordinal, value)[1:]
-        self._others = others
+        self._short_others = [r for r in others if len(r.pieces[0]) < self.KEY]
+        self._others: dict[str, list[Rule]] = {}
+        for rule in others:
+            if len(rule.pieces[0]) >= self.KEY:
+                self._others.setdefault(rule.pieces[0][: self.KEY], []).append(rule)
         self._order = order[n_other:]
         self._values = values[n_other:]
         self._buckets: dict[str, _Bucket] = {}
@@ -172,7 +176,8 @@ class _Index:
             for i in range(lo, hi)
             if not ((allow := raw[order[i]][0][0] in "aA") and skip_allow)
         ]
-        rules += [r for r in self._others if r.pieces[0].startswith(k) or k.startswith(r.pieces[0])]
+        rules += self._others.get(k, ())
+        rules += [r for r in self._short_others if k.startswith(r.pieces[0])]
         return _Bucket(rules)
 
 
@@ -262,7 +267,7 @@ class RobotsTxt:
             policy = self._policy(profile, agent, roles)
         if not policy.choices:
             return True
-        paths = _SUBJECTS[profile.target](target)
+        paths = _subjects(profile, target)
         if profile.always_allowed and not profile.always_allowed.isdisjoint(paths):
             return True
         for path in paths:
@@ -278,7 +283,7 @@ class RobotsTxt:
         profile = self._profile or profile_for(target)
         roles = _roles(roles)
         policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
-        paths = _SUBJECTS[profile.target](target)
+        paths = _subjects(profile, target)
         for path in paths:
             if path in profile.always_allowed:
                 return Decision(True, None, None, f"{path} is always allowed", profile.name)
@@ -567,16 +572,24 @@ def _rate(value: str) -> tuple[int, float] | None:
     return int(m[1]), float(m[2]) * _UNITS[m[3].lower()]
 
 
-def _normalised_path(target: str) -> tuple[str]:
-    return (normalise(url_path(target), pattern=False),)
+def _normalised_path(target: str) -> str:
+    return normalise(url_path(target), pattern=False)
 
 
-_SUBJECTS: dict[str, Callable[[str], tuple[str, ...]]] = {
+# What a target is matched as: one path, except for Gopher (see _subjects).
+_PATH: dict[str, Callable[[str], str]] = {
     "rfc3986": _normalised_path,
     "plain": _normalised_path,
-    "google": lambda t: (google_path(t),),
-    "selector": gopher_selectors,
+    "google": google_path,
 }
+
+
+def _subjects(profile: Profile, target: str) -> tuple[str, ...]:
+    if profile.target == "selector":
+        return gopher_selectors(target)
+    return (_PATH[profile.target](target),)
+
+
 _PATTERN: dict[str, Callable[[str], str]] = {
     "rfc3986": lambda v: normalise(v, pattern=True),
     "plain": lambda v: normalise(v, pattern=False),
