@@ -49,12 +49,14 @@ def _line_re(prefixes: tuple[str, ...], plain: bool = False) -> re.Pattern[str]:
     may stand before that LF.  The value is in one of the later groups, the others
     empty (see ``value_of``).  With ``plain``, a value made only of PLAIN characters
     comes in a group of its own: it needs no spelling and holds no operator, so a
-    matcher can take it as a prefix without looking at it again.
+    matcher can take it as a prefix without looking at it again.  Any other value
+    comes as its PLAIN beginning and the rest: whatever a profile makes of the
+    pattern, a path that does not start with that beginning cannot match it.
     """
     alt = "|".join(re.escape(p) for p in prefixes)
     value = r"((?:[^#\r\n]*[^#\s])?)[^#\r\n]*"
-    if plain:
-        value = rf"(?:([{PLAIN}]*)(?={_WS}*(?:[#\r\n]|\Z))|{value})"
+    if plain:  # the plain value whole, or a value as its plain beginning and the rest
+        value = rf"(?:([{PLAIN}]*)(?={_WS}*(?:[#\r\n]|\Z))|([{PLAIN}]*){value})"
     return re.compile(
         rf"\n{_WS}*({alt})(?:[^:#\r\n]*:{_WS}*{value}"  # key: value
         rf"|[^ \t:#\r\n]*[ \t]+([^ \t:#\r\n]+){_WS}*(?=[#\r\n]|\Z))",  # key value, no colon at all
@@ -63,7 +65,7 @@ def _line_re(prefixes: tuple[str, ...], plain: bool = False) -> re.Pattern[str]:
 
 
 AGENT_LINE = _line_re(USER_AGENT_KEYS + VIRTUAL_AGENT_KEYS)
-#: groups: key, plain value, other value, value of a line with no colon
+#: groups: key, plain value, beginning and rest of another value, value of a line with no colon
 RULE_LINE = _line_re(ALLOW_KEYS + DISALLOW_KEYS, plain=True)
 SITEMAP_LINE = _line_re(SITEMAP_KEYS)
 ANY_LINE = re.compile(
@@ -277,7 +279,11 @@ def _find_all(haystack: Any, needle: Any) -> list[int]:
     return out
 
 
-RuleLine = tuple[str, str, str, str]  # key, plain value, other value, two-word value
+RuleLine = tuple[str, str, str, str, str]  # RULE_LINE's groups
+
+
+def rule_value(line: RuleLine) -> str:
+    return line[1] or line[2] + line[3] or value_of(line[4])
 
 
 def scan_rules(text: str, start: int, end: int) -> list[RuleLine]:

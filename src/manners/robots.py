@@ -36,11 +36,11 @@ from .parse import (
     line_number,
     prepare,
     rule_offset,
+    rule_value,
     scan_agents,
     scan_rules,
     scan_sitemaps,
     split_line,
-    value_of,
 )
 from .profiles import Profile, get_profile, profile_for
 
@@ -195,7 +195,7 @@ def _line_rules(profile: Profile, line: RuleLine, ordinal: int) -> list[Rule]:
     allow = line[0][0] in "aA"
     if allow and not profile.allow:
         return []
-    value = value_of(*line[1:])
+    value = rule_value(line)
     return _rules(profile, allow, _PATTERN[profile.target](value), ordinal, value) if value else []
 
 
@@ -527,12 +527,15 @@ def _first_as_written(profile: Profile, raw: list[RuleLine], path: str) -> Rule 
     the lines that are not plain get a look of their own.  Same answer as an _Index.
     """
     plain = list(map(_PLAIN_VALUE, raw))
+    startswith = path.startswith
     candidates: list[Rule] = []
-    for value in set(filter(path.startswith, plain)):
+    for value in set(filter(startswith, plain)):
         if value:
             candidates += (_plain_rule(raw[i][0][0] in "aA", value, i) for i in _positions(plain, value))
     for ordinal in _positions(plain, ""):
-        candidates += (r for r in _line_rules(profile, raw[ordinal], ordinal) if r.matches(path))
+        line = raw[ordinal]
+        if startswith(line[2]):  # else no spelling of its pattern can match
+            candidates += (r for r in _line_rules(profile, line, ordinal) if r.matches(path))
     if profile.index_html and path.endswith("/"):
         for value in set(filter(methodcaller("startswith", path + "index.htm"), plain)):
             if value.rfind("/") == len(path) - 1:
