@@ -7,11 +7,10 @@ agents: googlebot, which many files name, and one no file names.
 from __future__ import annotations
 
 import pytest
+import robotstxt  # fast-robotstxt, a test dependency: its absence must fail, not skip
 
 import manners
 from corpus import WEB, Comparison, binding_rewrite, compare_with_google
-
-robotstxt = pytest.importorskip("robotstxt", reason="fast-robotstxt is a test dependency")
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,12 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from .parse import utf8
+from .parse import PLAIN, utf8
 
-_HEX = "0123456789ABCDEF"
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 # Anything outside unreserved and reserved characters, plus the three with a meaning
 # of their own here: "%" (escapes), "*" and "$" (pattern operators).
-NEEDS_NORMALISING = re.compile(r"[^A-Za-z0-9\-._~:/?\[\]@!&'()+,;=]")
+NEEDS_NORMALISING = re.compile(f"[^{PLAIN}]")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*([^#]*)")
 
 
