@@ -287,7 +287,7 @@ def test_1994_empty_disallow_and_empty_file() -> None:
 # -- every small-net file under every profile -------------------------------------
 
 
-@pytest.mark.parametrize("path", sorted(SMALLNET.glob("*.*")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(SMALLNET.glob("*_*.*")), ids=lambda p: p.name)
 @pytest.mark.parametrize("profile", sorted(manners.PROFILES))
 def test_smallnet_files_parse_under_every_profile(path, profile: str) -> None:
     robots = manners.parse(path.read_bytes(), profile=profile)
