@@ -260,12 +260,10 @@ def scan_agents(text: str) -> list[AgentLine]:
 _SPACE = " \t\v\f\r"
 
 
-def value_of(*groups: str | None) -> str:
-    """The value from a line match's value groups (findall gives "" for those not taken)."""
-    *trimmed, two_words = groups
-    for value in trimmed:
-        if value:
-            return value  # the pattern already left white space out
+def value_of(colon_form: str | None, two_words: str | None) -> str:
+    """The value from a line match (findall gives "" for the form not taken)."""
+    if colon_form:
+        return colon_form  # the pattern already left trailing white space out
     return two_words.strip(_SPACE) if two_words else ""
 
 
@@ -283,7 +281,7 @@ RuleLine = tuple[str, str, str, str, str]  # RULE_LINE's groups
 
 
 def rule_value(line: RuleLine) -> str:
-    return line[1] or line[2] + line[3] or value_of(line[4])
+    return line[1] or value_of(line[2] + line[3], line[4])
 
 
 def scan_rules(text: str, start: int, end: int) -> list[RuleLine]:

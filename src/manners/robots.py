@@ -134,9 +134,7 @@ class _Index:
             others += _line_rules(profile, raw[ordinal], ordinal)
         if profile.index_html:  # Allow .../index.html also makes a rule for .../
             for value in set(filter(_HAS_INDEX_HTML, values)):
-                for ordinal in _positions(plain, value):
-                    if raw[ordinal][0][0] in "aA":
-                        others += _rules(profile, True, value, ordinal, value)[1:]
+                others += _index_html_rules(profile, raw, plain, value)
         self._short_others = [r for r in others if len(r.pieces[0]) < self.KEY]
         self._others: dict[str, list[Rule]] = {}
         for rule in others:
@@ -189,6 +187,16 @@ def _positions(values: list[str], value: str) -> list[int]:
         i = values.index(value, i + 1)
         out.append(i)
     return out
+
+
+def _index_html_rules(profile: Profile, raw: list[RuleLine], plain: list[str], value: str) -> list[Rule]:
+    """The extra ".../$" rules of the Allow lines whose plain value is ``value`` (google)."""
+    return [
+        rule
+        for ordinal in _positions(plain, value)
+        if raw[ordinal][0][0] in "aA"
+        for rule in _rules(profile, True, value, ordinal, value)[1:]
+    ]
 
 
 def _line_rules(profile: Profile, line: RuleLine, ordinal: int) -> list[Rule]:
@@ -539,12 +547,7 @@ def _first_as_written(profile: Profile, raw: list[RuleLine], path: str) -> Rule 
     if profile.index_html and path.endswith("/"):
         for value in set(filter(methodcaller("startswith", path + "index.htm"), plain)):
             if value.rfind("/") == len(path) - 1:
-                candidates += (
-                    r
-                    for i in _positions(plain, value)
-                    if raw[i][0][0] in "aA"
-                    for r in _rules(profile, True, value, i, value)[1:]
-                )
+                candidates += _index_html_rules(profile, raw, plain, value)
     if not profile.allow:
         candidates = [r for r in candidates if not r.allow]
     return min(candidates, key=_precedence, default=None)
