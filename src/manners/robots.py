@@ -521,6 +521,27 @@ class RobotsTxt:
         return choices, "no group applies to this robot: everything is allowed"
 
 
+class _Verdict(RobotsTxt):
+    """One answer for every target: what a robots.txt that could not be read means."""
+
+    def __init__(self, allowed: bool, reason: str, profile: Profile | None) -> None:
+        super().__init__(prepare("", None), profile)
+        self._allowed = allowed
+        self._reason = reason
+
+    def allowed(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> bool:
+        return self._allowed
+
+    def decide(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> Decision:
+        profile = self._profile or profile_for(target)
+        return Decision(self._allowed, None, None, self._reason, profile.name)
+
+
+def verdict(allowed: bool, reason: str, profile: str | Profile | None = None) -> RobotsTxt:
+    """A RobotsTxt that allows (or disallows) everything, saying why in every Decision."""
+    return _Verdict(allowed, reason, get_profile(profile) if profile is not None else None)
+
+
 def _rules(profile: Profile, allow: bool, pattern: str, ordinal: int, value: str) -> list[Rule]:
     """The rules one line makes: none when empty, two for Google's Allow .../index.html."""
     rule = compile_rule(allow, pattern, ordinal, value, profile.wildcards, profile.anchor)

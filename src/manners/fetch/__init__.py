@@ -1,0 +1,55 @@
+"""Fetching robots.txt over HTTP(S), Gemini and Gopher, with the meaning of every answer.
+
+The meaning lives in ``outcome`` (pure functions); ``http``, ``gemini`` and
+``gopher`` only move bytes.  See the README's "Fetching" tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import MutableMapping
+
+from .. import __version__
+from . import gemini, gopher, http
+from .locations import robots_locations
+from .net import Deadlines
+from .outcome import FetchResult, Outcome, unreachable
+
+__all__ = ["FetchResult", "Outcome", "fetch_robots", "robots_locations"]
+
+
+async def fetch_robots(
+    url: str,
+    agent: str = "*",
+    timeout: float = 30.0,
+    max_bytes: int = 512_000,
+    *,
+    user_agent: str | None = None,
+    known_hosts: MutableMapping[str, str] | None = None,
+) -> FetchResult:
+    """Fetch the robots.txt that governs ``url`` and say what it means.
+
+    Never raises for anything a server or the network does: every failure is an
+    outcome.  ``timeout`` bounds the whole fetch, redirects and Gopher's several
+    selectors included; connecting and each read also get at most 10 s.
+    ``known_hosts`` maps ``host:port`` to Gemini certificate fingerprints (trust on
+    first use); by default this process remembers them.  ValueError for a URL no
+    robots.txt can be fetched for.
+    """
+    if max_bytes < 1:
+        raise ValueError("max_bytes must be a positive number of bytes")
+    deadlines = Deadlines.of(timeout)
+    location = robots_locations(url)[0]
+    scheme = location.split(":", 1)[0]
+    if user_agent is None:
+        user_agent = f"manners/{__version__}" if agent in ("", "*") else f"{agent} (manners/{__version__})"
+    if scheme == "gopher":
+        work = gopher.fetch(location, deadlines, max_bytes)
+    elif scheme == "gemini":
+        work = gemini.fetch(location, deadlines, max_bytes, known_hosts)
+    else:
+        work = http.fetch(location, deadlines, max_bytes, user_agent)
+    try:
+        return await asyncio.wait_for(work, deadlines.total)
+    except asyncio.TimeoutError:
+        return unreachable(location, "timeout", f"the fetch took longer than {timeout:g} s")

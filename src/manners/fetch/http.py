@@ -1,0 +1,70 @@
+"""HTTP(S) through httpx: redirects followed by hand so each hop is counted and kept."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .net import Deadlines, NetworkError, failure
+from .outcome import MAX_REDIRECTS, FetchResult, http_redirect, http_result, too_many_redirects, unreachable
+
+if TYPE_CHECKING:
+    import httpx
+
+
+async def fetch(url: str, deadlines: Deadlines, max_bytes: int, user_agent: str) -> FetchResult:
+    import httpx  # only robots that fetch over HTTP need it
+
+    timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
+    headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
+    current, redirects = url, tuple[str, ...]()
+    async with httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False) as client:
+        while True:
+            try:
+                async with client.stream("GET", current) as response:
+                    target = http_redirect(response.status_code, response.headers, current)
+                    if target is None:
+                        body = await _read(response, max_bytes + 1)
+                        return http_result(
+                            url,
+                            current,
+                            response.status_code,
+                            response.headers,
+                            body,
+                            max_bytes=max_bytes,
+                            redirects=redirects,
+                        )
+            except httpx.HTTPError as exc:
+                err = _network_error(exc, current)
+                return unreachable(url, err.name, err.why, current, redirects=redirects)
+            if len(redirects) == MAX_REDIRECTS:
+                return too_many_redirects(url, response.status_code, redirects)
+            current, redirects = target, (*redirects, target)
+
+
+async def _read(response: httpx.Response, limit: int) -> bytes:
+    """The decoded body, stopping the transfer once ``limit`` bytes are in hand."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _network_error(exc: BaseException, url: str) -> NetworkError:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return NetworkError("timeout", f"no answer in time from {url}")
+    cause: BaseException | None = exc
+    while cause is not None:  # httpx wraps the socket's own error: name that one
+        named = failure(cause, f"fetching {url}")
+        if isinstance(named, NetworkError) and named.name != "network-error":
+            return named
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return NetworkError("protocol-error", f"the server broke HTTP ({exc})")
+    if isinstance(exc, httpx.ReadError):
+        return NetworkError("connection-reset", f"the connection broke while reading {url}")
+    return NetworkError("network-error", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,488 @@
+"""Real servers on loopback for the test-suite: nginx, gophernicus, pygopherd and jetforce.
+
+Each context manager starts one server as a subprocess in its own process group, with its
+configuration, logs and output in a private temporary directory, waits until its port(s)
+accept TCP connections and yields the port(s). On exit the whole process group is stopped
+(SIGTERM, then SIGKILL after 5 s) and the temporary directory removed.
+
+A server that cannot start raises :class:`ServerFailed` with the command and the tail of what
+it printed: tests that need a server fail loudly, they never skip.
+
+Where the executables come from:
+
+- ``nginx``: Debian package nginx-light (or any nginx >= 1.19),
+- ``gophernicus`` and ``socat``: Debian packages of the same names,
+- ``jetforce`` and ``pygopherd``: PyPI packages ``jetforce==1.0.0`` and ``pygopherd==3.1.0``
+  (test-only; looked up next to the running Python first, i.e. in the virtualenv).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = [
+    "HOST",
+    "ServerFailed",
+    "free_port",
+    "gophernicus",
+    "group_members",
+    "jetforce",
+    "nginx",
+    "pygopherd",
+]
+
+HOST = "127.0.0.1"
+START_TIMEOUT = 20.0  # seconds for a server to accept connections
+STOP_TIMEOUT = 5.0  # seconds between SIGTERM and SIGKILL
+_POLL = 0.05
+_TAIL = 4000  # characters of each output file quoted in ServerFailed
+
+# Directories searched for executables before $PATH: the virtualenv's bin first.
+SEARCH_DIRS: list[Path] = [
+    Path(sys.executable).parent,
+    Path("/usr/sbin"),
+    Path("/usr/bin"),
+    Path("/usr/local/sbin"),
+    Path("/usr/local/bin"),
+]
+
+_PROVIDERS: dict[str, str] = {
+    "nginx": "the Debian package nginx-light (apt-get install nginx-light)",
+    "socat": "the Debian package socat (apt-get install socat)",
+    "gophernicus": "the Debian package gophernicus (apt-get install gophernicus)",
+    "jetforce": "the PyPI package jetforce (pip install jetforce==1.0.0)",
+    "pygopherd": "the PyPI package pygopherd (pip install pygopherd==3.1.0)",
+}
+
+
+class ServerFailed(RuntimeError):
+    """A server did not start (missing executable, early exit, or no listening port in time)."""
+
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1 (free when asked; the kernel may hand it out again later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (not zombie) processes in process group ``pgid``."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: ask the kernel whether the group still exists
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _executable(name: str) -> str:
+    for directory in SEARCH_DIRS:
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    searched = ", ".join(str(d) for d in SEARCH_DIRS)
+    raise ServerFailed(
+        f"executable {name!r} not found (searched {searched} and $PATH); "
+        f"it is provided by {_PROVIDERS.get(name, 'an unknown package')}"
+    )
+
+
+def _tail(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"(unreadable: {exc})"
+    text = data[-_TAIL:].decode("utf-8", errors="replace").rstrip()
+    if len(data) > _TAIL:
+        text = "[...]" + text
+    return text or "(empty)"
+
+
+def _check_path(path: Path, forbidden: str, what: str) -> str:
+    text = str(path)
+    bad = sorted({c for c in text if c in forbidden or c.isspace() or not c.isprintable()})
+    if bad:
+        raise ValueError(f"{what} {text!r} contains characters that cannot be passed on: {bad!r}")
+    return text
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _listeners(port: int) -> set[int] | None:
+    """Inodes of the TCP sockets listening on ``port``; None where /proc/net is not available."""
+    found: set[int] = set()
+    tables = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        tables += 1
+        for line in lines:
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(int(fields[9]))
+    return found if tables else None
+
+
+def _group_sockets(pgid: int) -> set[int]:
+    """Inodes of the sockets open in the processes of group ``pgid``."""
+    inodes: set[int] = set()
+    for pid in group_members(pgid):
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[len("socket:[") : -1]))
+    return inodes
+
+
+def _ready(port: int, pgid: int) -> bool:
+    """The server of group ``pgid`` listens on ``port`` and the port accepts a connection.
+
+    On Linux the listening socket must belong to the server: free_port() cannot reserve a port,
+    and a port taken meanwhile by another program must not pass for a started server.
+    """
+    listeners = _listeners(port)
+    if listeners is not None and not listeners & _group_sockets(pgid):
+        return False
+    return _accepts(port)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the process group led by ``proc``: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL."""
+    pgid = proc.pid  # start_new_session=True: the child leads its own session and group
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=STOP_TIMEOUT)
+        while group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+        if proc.poll() is not None and not group_members(pgid):
+            return
+    raise ServerFailed(f"process group {pgid} still has {group_members(pgid)} after SIGKILL")
+
+
+@contextmanager
+def _serve(
+    name: str,
+    cmd: Sequence[str],
+    ports: Sequence[int],
+    workdir: Path,
+    *,
+    env: dict[str, str] | None = None,
+    logs: Sequence[Path] = (),
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``cmd`` in its own process group until the ``ports`` accept; stop the group on exit."""
+    stdout_path = workdir / f"{name}.stdout"
+    stderr_path = workdir / f"{name}.stderr"
+    command = shlex.join(cmd)
+
+    def failure(reason: str) -> ServerFailed:
+        parts = [f"{name} did not start: {reason}", f"command: {command}"]
+        for path in (stderr_path, stdout_path, *logs):
+            parts.append(f"--- tail of {path.name} ---\n{_tail(path)}")
+        return ServerFailed("\n".join(parts))
+
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                list(cmd),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ServerFailed(f"{name} could not be run: {exc}\ncommand: {command}") from exc
+    try:
+        pending = list(ports)
+        deadline = time.monotonic() + START_TIMEOUT
+        while pending:
+            if proc.poll() is not None:
+                raise failure(f"it exited with status {proc.returncode}")
+            if time.monotonic() > deadline:
+                taken = [port for port in pending if _listeners(port)]
+                hint = f" (another program listens on {taken})" if taken else ""
+                raise failure(f"port(s) {pending} on {HOST} not served after {START_TIMEOUT:g} s{hint}")
+            pending = [port for port in pending if not _ready(port, proc.pid)]
+            if pending:
+                time.sleep(_POLL)
+        if proc.poll() is not None:
+            raise failure(f"it exited with status {proc.returncode}")
+        yield proc
+    finally:
+        _stop(proc)
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def _nginx_quote(value: str) -> str:
+    return '"' + value + '"'
+
+
+@contextmanager
+def nginx(servers: list[str], root: Path) -> Iterator[list[int]]:
+    """One nginx master with a ``server`` block per entry of ``servers`` (its body text), all with
+    ``root`` as document root, each on its own port of 127.0.0.1. Yields the ports, in order.
+
+    gzip is on for text/plain (and, as always in nginx, text/html) for HTTP/1.1 clients that send
+    ``Accept-Encoding: gzip``.
+    """
+    if not servers:
+        raise ValueError("nginx() needs at least one server block")
+    exe = _executable("nginx")
+    root_text = _check_path(root.resolve(), '"$\\;{}', "nginx root")
+    with tempfile.TemporaryDirectory(prefix="manners-nginx-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        work_text = _check_path(work, '"$\\;{}', "temporary directory")
+        ports = [free_port() for _ in servers]
+        while len(set(ports)) < len(ports):  # the kernel may repeat a port just released
+            ports = [free_port() for _ in servers]
+
+        def path(name: str) -> str:
+            return _nginx_quote(f"{work_text}/{name}")
+
+        blocks = "\n".join(
+            f"""
+    server {{
+        listen {HOST}:{port};
+        server_name localhost;
+        root {_nginx_quote(root_text)};
+        {body}
+    }}"""
+            for port, body in zip(ports, servers, strict=True)
+        )
+        # Workers of a master started as root would run as "nobody", who cannot read
+        # pytest's tmp_path (/tmp/pytest-of-root is mode 0700): keep them root.
+        user = "user root root;\n" if os.geteuid() == 0 else ""
+        conf = f"""{user}daemon off;
+master_process on;
+worker_processes 1;
+pid {path("nginx.pid")};
+error_log {path("error.log")} info;
+events {{
+    worker_connections 64;
+}}
+http {{
+    access_log {path("access.log")};
+    client_body_temp_path {path("client_body")};
+    proxy_temp_path {path("proxy")};
+    fastcgi_temp_path {path("fastcgi")};
+    uwsgi_temp_path {path("uwsgi")};
+    scgi_temp_path {path("scgi")};
+    types {{
+        text/plain txt;
+        text/html html htm;
+        text/gemini gmi;
+    }}
+    default_type application/octet-stream;
+    gzip on;
+    gzip_types text/plain;
+    gzip_min_length 1;
+{blocks}
+}}
+"""
+        conf_path = work / "nginx.conf"
+        conf_path.write_text(conf)
+        cmd = [exe, "-p", f"{work_text}/", "-c", str(conf_path), "-e", "stderr"]
+        with _serve("nginx", cmd, ports, work, logs=[work / "error.log"]):
+            yield ports
+
+
+@contextmanager
+def gophernicus(root: Path) -> Iterator[int]:
+    """gophernicus (inetd-style) behind ``socat ... fork``, serving ``root``. Yields the port.
+
+    It converts LF to CRLF in text files and adds no final ``.`` line.
+    """
+    socat = _executable("socat")
+    exe = _executable("gophernicus")
+    # socat splits its EXEC address on spaces and ends it at ',', ':' or '!!'.
+    root_text = _check_path(root.resolve(), ",:!'\"\\", "gophernicus root")
+    with tempfile.TemporaryDirectory(prefix="manners-gophernicus-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        port = free_port()
+        # -nm: no machine-wide shared memory, so no hit throttling carried between runs
+        inner = f"{exe} -h {HOST} -p {port} -r {root_text} -nr -ns -nm"
+        cmd = [socat, f"TCP-LISTEN:{port},bind={HOST},reuseaddr,fork", f"EXEC:{inner}"]
+        with _serve("gophernicus", cmd, [port], work):
+            yield port
+
+
+def _ini_value(value: str) -> str:
+    return value.replace("%", "%%")  # ConfigParser interpolation
+
+
+_MIME_TYPES = """\
+text/plain\t\t\t\ttxt text conf
+text/html\t\t\t\thtml htm
+text/gemini\t\t\t\tgmi
+application/gopher-menu\t\t\tgophermap
+image/gif\t\t\t\tgif
+image/png\t\t\t\tpng
+application/zip\t\t\t\tzip
+"""
+
+
+@contextmanager
+def pygopherd(root: Path) -> Iterator[int]:
+    """pygopherd with a generated INI configuration, serving ``root``. Yields the port.
+
+    Files are sent as they are (LF kept), without a final ``.`` line; menu lines carry Gopher+'s
+    fifth field ``+``; ``robots.txt`` is hidden from menus (but served).
+    """
+    exe = _executable("pygopherd")
+    root_text = _check_path(root.resolve(), "", "pygopherd root")
+    with tempfile.TemporaryDirectory(prefix="manners-pygopherd-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        port = free_port()
+        mime_path = work / "mime.types"
+        mime_path.write_text(_MIME_TYPES)
+        # pygopherd 3.1.0 ships no configuration and has no defaults: every option that the code
+        # reads must be present. Note that logmethod lives in [logger], and that "encoding" is
+        # eval()ed before mimetypes.encodings_map is cleared, so it must be a literal list. The
+        # directory cache file is put in a directory that does not exist, so that listing a menu
+        # writes nothing into the served root (pygopherd ignores the failure).
+        conf = f"""\
+[pygopherd]
+servername = {HOST}
+interface = {HOST}
+port = {port}
+servertype = ForkingTCPServer
+tracebacks = yes
+detach = no
+usechroot = no
+pidfile = {_ini_value(str(work / "pygopherd.pid"))}
+root = {_ini_value(root_text)}
+mimetypes = {_ini_value(str(mime_path))}
+encoding = [('.gz', 'gzip'), ('.Z', 'compress'), ('.bz2', 'bzip2')]
+abstract_headers = yes
+abstract_entries = always
+
+[logger]
+logmethod = none
+
+[GopherEntry]
+defaultmimetype = text/plain
+mapping = [['text/html', 'h'],
+        ['text/.+', '0'],
+        ['application/mac-binhex40', '4'],
+        ['audio/.+', 's'],
+        ['image/gif', 'g'],
+        ['image/.+', 'I'],
+        ['application/gopher-menu', '1'],
+        ['application/gopher[+]-menu', '1'],
+        ['multipart/mixed', 'M'],
+        ['application/.+', '9'],
+        ['.*', '0']]
+eaexts = {{}}
+
+[handlers.HandlerMultiplexer]
+handlers = [url.HTMLURLHandler, gophermap.BuckGophermapHandler,
+        mbox.MaildirFolderHandler, mbox.MaildirMessageHandler,
+        UMN.UMNDirHandler, html.HTMLFileTitleHandler,
+        mbox.MBoxMessageHandler, mbox.MBoxFolderHandler,
+        file.FileHandler]
+
+[handlers.file.CompressedFileHandler]
+decompressors = {{}}
+decompresspatt = .*
+
+[handlers.dir.DirHandler]
+ignorepatt = /\\.|/robots\\.txt$|/gophermap$|/lost\\+found$|~$
+cachetime = 0
+cachefile = .pygopherd-no-cache/cache
+
+[handlers.UMN.UMNDirHandler]
+extstrip = nonencoded
+
+[handlers.ZIP.ZIPHandler]
+enabled = false
+pattern = \\.zip$
+
+[protocols.ProtocolMultiplexer]
+protocols = [http.HTTPProtocol, gopherp.GopherPlusProtocol, rfc1436.GopherProtocol]
+
+[protocols.gopherp.GopherPlusProtocol]
+admin = manners test-suite <nobody@localhost>
+
+[protocols.http.HTTPProtocol]
+iconmapping = {{'h': 'text.gif', '0': 'text.gif', '1': 'folder.gif', 'i': 'blank.gif'}}
+"""
+        conf_path = work / "pygopherd.conf"
+        conf_path.write_text(conf)
+        with _serve("pygopherd", [exe, str(conf_path)], [port], work):
+            yield port
+
+
+@contextmanager
+def jetforce(root: Path) -> Iterator[int]:
+    """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost``. Yields the port.
+
+    Request URLs must name ``localhost`` (no port, or this port): any other host, including
+    127.0.0.1, gets ``53``. The certificate is a throw-away self-signed one for CN=localhost,
+    written into the server's temporary directory (jetforce puts it in $TMPDIR).
+    """
+    exe = _executable("jetforce")
+    with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        port = free_port()
+        cmd = [exe, "--host", HOST, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
+        env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
+        with _serve("jetforce", cmd, [port], work, env=env):
+            yield port
