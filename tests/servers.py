@@ -1,4 +1,4 @@
-"""Real servers on loopback for the test-suite: nginx, gophernicus, pygopherd and jetforce.
+"""Real servers on loopback for the test-suite: nginx, gophernicus, pygopherd, jetforce and Redis.
 
 Each context manager starts one server as a subprocess in its own process group, with its
 configuration, logs and output in a private temporary directory, waits until its port(s)
@@ -41,6 +41,7 @@ __all__ = [
     "jetforce",
     "nginx",
     "pygopherd",
+    "redis_server",
 ]
 
 HOST = "127.0.0.1"
@@ -64,6 +65,7 @@ _PROVIDERS: dict[str, str] = {
     "gophernicus": "the Debian package gophernicus (apt-get install gophernicus)",
     "jetforce": "the PyPI package jetforce (pip install jetforce==1.0.0)",
     "pygopherd": "the PyPI package pygopherd (pip install pygopherd==3.1.0)",
+    "redis-server": "the Debian package redis-server (apt-get install redis-server)",
 }
 
 
@@ -485,4 +487,20 @@ def jetforce(root: Path) -> Iterator[int]:
         cmd = [exe, "--host", HOST, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
         with _serve("jetforce", cmd, [port], work, env=env):
+            yield port
+
+
+@contextmanager
+def redis_server(port: int | None = None) -> Iterator[int]:
+    """redis-server on 127.0.0.1 with no persistence, on ``port`` (default: a free one). Yields it.
+
+    Start it again with the same port to play a Redis restart.
+    """
+    exe = _executable("redis-server")
+    with tempfile.TemporaryDirectory(prefix="manners-redis-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        port = port or free_port()
+        cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
+               "--dir", str(work), "--protected-mode", "yes"]  # fmt: skip
+        with _serve("redis-server", cmd, [port], work):
             yield port

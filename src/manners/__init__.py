@@ -2,18 +2,24 @@
 
 __version__ = "0.1.0"
 
+from .cache import CacheError
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
+from .robot import Robot, RobotDecision, SyncRobot
 from .robots import Decision, Diagnostic, Group, RobotsTxt, parse
 
 __all__ = [
     "PROFILES",
+    "CacheError",
     "Decision",
     "Diagnostic",
     "FetchResult",
     "Group",
     "Profile",
+    "Robot",
+    "RobotDecision",
     "RobotsTxt",
+    "SyncRobot",
     "__version__",
     "fetch_robots",
     "parse",

@@ -1,0 +1,68 @@
+"""Where robots.txt entries, fetch locks and request slots are kept.
+
+Three stores with one contract: ``memory`` (this process), ``sqlite`` (processes
+on one machine, through a WAL-mode file) and ``redis://`` (a fleet).  Each store
+must make ``acquire`` and ``book`` atomic across everyone sharing it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+from .entry import Entry
+
+
+class CacheError(Exception):
+    """The shared cache cannot be used (for example, its Redis server is down)."""
+
+
+class Store(Protocol):
+    location: str
+
+    async def get(self, key: str) -> Entry | None: ...
+
+    async def put(self, key: str, entry: Entry) -> None: ...
+
+    async def acquire(self, key: str, token: str, ttl: float) -> bool:
+        """Take the fetch lock of ``key`` for ``ttl`` seconds, if nobody holds it."""
+
+    async def release(self, key: str, token: str) -> None: ...
+
+    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
+        """Book the next request slot of ``key`` and return when it starts (epoch seconds).
+
+        The slot is the later of now, ``not_before`` and the end of the last slot
+        booked; the one after it starts ``spacing`` later.
+        """
+
+    async def close(self) -> None: ...
+
+
+def default_sqlite_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "manners" / "robots.sqlite3"
+
+
+def open_store(cache: str) -> Store:
+    """``"memory"``, ``"sqlite"`` (the user cache dir), ``"sqlite:///path/file.db"``, or a redis:// URL."""
+    if cache == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if cache == "sqlite" or cache.startswith("sqlite://"):
+        from .sqlite import SQLiteStore
+
+        path = Path(cache[len("sqlite://") :]) if cache != "sqlite" else default_sqlite_path()
+        return SQLiteStore(path)
+    if cache.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import RedisStore
+
+        return RedisStore(cache)
+    raise ValueError(
+        f"unknown cache {cache!r}: use 'memory', 'sqlite', 'sqlite:///path/to/file.db' or a redis:// URL"
+    )
+
+
+__all__ = ["CacheError", "Entry", "Store", "default_sqlite_path", "open_store"]

@@ -1,0 +1,91 @@
+"""What a cache remembers about one authority's robots.txt, and what it means later.
+
+Pure functions: a fetch result and the previous entry in, the next entry out; an
+entry and a time in, the policy in force out.  The stores only keep entries.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass, replace
+
+from ..fetch import FetchResult
+from ..robots import RobotsTxt, parse, verdict
+
+DAY: float = 86_400.0
+TTL: float = DAY  # RFC 9309 §2.4: SHOULD NOT cache longer than 24 hours; the Gopher proposal: a day
+STALE_LIMIT = 30 * DAY  # §2.4: an unreachable file may be answered from a copy this old
+MIN_TTL = 60.0  # however the server asks, a robots.txt is not fetched more often than this
+FIRST_BACKOFF = 60.0  # after a failed fetch: 1 min, then 2, 4, 8, ... up to TTL
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One authority's robots.txt as a cache holds it."""
+
+    url: str  # the robots.txt address
+    outcome: str  # of the latest fetch: ok, unavailable, unreachable or retry
+    status: str  # its protocol status, as text
+    source: str  # the address read at that fetch
+    fetched_at: float
+    expires_at: float  # fetch again after this (the TTL, or the backoff after a failure)
+    good: str | None = None  # what the last readable answer was: "ok", "unavailable", or None (never)
+    good_at: float | None = None
+    good_status: str = ""
+    body: bytes = b""  # the last file read ("ok")
+    failures: int = 0  # failed fetches since the last readable answer
+    retry_after: float | None = None  # seconds the server asked us to wait, from fetched_at
+
+    def dumps(self) -> str:
+        data = asdict(self)
+        data["body"] = base64.b64encode(self.body).decode("ascii")
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> Entry:
+        data = json.loads(text)
+        data["body"] = base64.b64decode(data["body"])
+        return cls(**data)
+
+    @property
+    def keep_until(self) -> float:
+        """Until when the entry is worth keeping: its stale copy may still answer."""
+        return max(self.expires_at, (self.good_at or 0.0) + STALE_LIMIT)
+
+
+def entry_after(previous: Entry | None, result: FetchResult, now: float, ttl: float = TTL) -> Entry:
+    """The entry after a fetch: a readable answer replaces everything, a failure keeps the last copy."""
+    latest = {"outcome": result.outcome, "status": str(result.status), "source": result.source,
+              "fetched_at": now, "retry_after": result.retry_after}  # fmt: skip
+    if result.outcome in ("ok", "unavailable"):
+        life = ttl if result.max_age is None else min(ttl, max(MIN_TTL, result.max_age))
+        body = result.body if result.outcome == "ok" else b""
+        return Entry(result.url, expires_at=now + life, good=result.outcome, good_at=now,
+                     good_status=str(result.status), body=body, **latest)  # type: ignore[arg-type]  # fmt: skip
+    failures = (previous.failures if previous else 0) + 1
+    wait = result.retry_after if result.retry_after else min(TTL, FIRST_BACKOFF * 2 ** (failures - 1))
+    if previous is None:
+        return Entry(result.url, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
+    return replace(previous, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
+
+
+def policy_of(entry: Entry, now: float) -> tuple[RobotsTxt, bool]:
+    """The robots.txt in force, and whether it is a stale copy standing in for a failed fetch."""
+    stale = entry.outcome not in ("ok", "unavailable")
+    if (
+        entry.good is not None
+        and entry.good_at is not None
+        and (not stale or now - entry.good_at <= STALE_LIMIT)
+    ):
+        if entry.good == "ok":
+            return parse(entry.body, max_bytes=None), stale
+        why = f"robots.txt was unavailable ({entry.good_status})"
+        return verdict(True, f"{why}: everything is allowed"), stale
+    if entry.outcome == "retry":
+        why = f"the server asked us to wait ({entry.status})"
+    else:
+        why = f"robots.txt is unreachable ({entry.status})"
+    return verdict(
+        False, f"{why} and no copy of it younger than 30 days is known: everything is disallowed"
+    ), False

@@ -1,0 +1,82 @@
+"""A fleet shares one Redis: entries with expiry, a lock with a timeout, slots booked by script.
+
+Slots are epoch times, as in every store: machines sharing a Redis need clocks
+kept in step (NTP).  Every call has socket deadlines; a Redis that is down or
+restarting makes calls fail with CacheError, never hang.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from . import CacheError
+from .entry import Entry
+
+T = TypeVar("T")
+PREFIX = "manners:"
+
+# KEYS[1] slot key; ARGV: now, spacing, not_before (epoch seconds).  Returns the slot.
+_BOOK = """
+local now = tonumber(ARGV[1])
+local slot = math.max(now, tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[1]) or '0'))
+local next_at = slot + tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('%.6f', next_at), 'PX', math.ceil((next_at - now) * 1000) + 60000)
+return string.format('%.6f', slot)
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisStore:
+    def __init__(self, url: str, timeout: float = 5.0) -> None:
+        try:
+            import redis.asyncio
+        except ImportError:
+            raise CacheError("a redis:// cache needs redis-py: pip install 'manners[redis]'") from None
+
+        self.location = url
+        try:
+            self._redis: Any = redis.asyncio.from_url(
+                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
+            )
+        except ValueError as exc:
+            raise ValueError(f"bad Redis URL {url!r}: {exc}") from None
+        self._book = self._redis.register_script(_BOOK)
+        self._release = self._redis.register_script(_RELEASE)
+
+    async def get(self, key: str) -> Entry | None:
+        data = await self._call(self._redis.get(PREFIX + "entry:" + key))
+        return Entry.loads(data) if data else None
+
+    async def put(self, key: str, entry: Entry) -> None:
+        keep = max(1, math.ceil(entry.keep_until - time.time()))
+        await self._call(self._redis.set(PREFIX + "entry:" + key, entry.dumps(), ex=keep))
+
+    async def acquire(self, key: str, token: str, ttl: float) -> bool:
+        px = max(1, math.ceil(ttl * 1000))
+        return bool(await self._call(self._redis.set(PREFIX + "lock:" + key, token, nx=True, px=px)))
+
+    async def release(self, key: str, token: str) -> None:
+        await self._call(self._release(keys=[PREFIX + "lock:" + key], args=[token]))
+
+    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
+        args = [repr(time.time()), repr(spacing), repr(not_before)]
+        return float(await self._call(self._book(keys=[PREFIX + "slot:" + key], args=args)))
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+    async def _call(self, pending: Awaitable[T]) -> T:
+        import redis.exceptions
+
+        try:
+            return await pending
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise CacheError(f"the Redis cache at {self.location} is unreachable: {exc}") from None
+        except redis.exceptions.RedisError as exc:
+            raise CacheError(f"the Redis cache at {self.location} failed: {exc}") from None

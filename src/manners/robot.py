@@ -1,0 +1,228 @@
+"""Robot: the high-level face.  Fetches through a shared cache, decides, and paces.
+
+A robot keeps the policies it has read in memory until they expire; the store
+(memory, SQLite or Redis) is what several workers share: the cached files, the
+one-fetch-per-authority lock, and each authority's next free request slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import NamedTuple
+
+from .cache import Store, open_store
+from .cache.entry import TTL, Entry, entry_after, policy_of
+from .fetch import fetch_robots, robots_locations
+from .fetch.locations import split_authority
+from .robots import RobotsTxt
+
+log = logging.getLogger("manners")
+
+
+class RobotDecision(NamedTuple):
+    """A Decision, and the robots.txt behind it."""
+
+    allowed: bool
+    line: int | None
+    rule: str | None
+    reason: str
+    profile: str
+    robots_url: str  # the robots.txt address for the target's authority
+    outcome: str  # of the latest fetch: ok, unavailable, unreachable or retry
+    fetched_at: float  # when that fetch was made (epoch seconds)
+    expires_at: float  # when the robots.txt will be fetched again
+    stale: bool  # the latest fetch failed and an older copy (at most 30 days old) answered
+
+
+@dataclass
+class _Known:
+    entry: Entry
+    robots: RobotsTxt
+    stale: bool
+
+
+class Robot:
+    """A robot with manners: ``await robot.wait(url)`` before each request, and only if ``allowed``.
+
+    ``cache`` is ``"memory"``, ``"sqlite"`` (default: a file in the user cache
+    directory), ``"sqlite:///path/file.db"`` or a ``redis://`` URL.  Spacing per
+    authority is the largest of ``min_delay``, the file's Crawl-delay and
+    Request-rate for this robot, and a pending wait the server asked for, capped at
+    ``max_delay``.  The fetch lock of a worker that died frees itself after
+    ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).
+    """
+
+    def __init__(
+        self,
+        agent: str = "*",
+        roles: Iterable[str] | str = (),
+        cache: str = "sqlite",
+        *,
+        min_delay: float = 1.0,
+        max_delay: float = 300.0,
+        timeout: float = 30.0,
+        max_bytes: int = 512_000,
+        ttl: float = TTL,
+        lock_timeout: float | None = None,
+    ) -> None:
+        if min_delay < 0 or max_delay < min_delay:
+            raise ValueError("need 0 <= min_delay <= max_delay")
+        self.agent = agent
+        self.roles = (roles,) if isinstance(roles, str) else tuple(roles)
+        self.store: Store = open_store(cache)
+        self.min_delay = min_delay
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.ttl = min(ttl, TTL)
+        self.lock_timeout = lock_timeout if lock_timeout is not None else timeout + 5.0
+        self._known: dict[str, _Known] = {}
+        self._pending: dict[str, asyncio.Future[_Known]] = {}
+        self._capped: set[str] = set()
+
+    async def __aenter__(self) -> Robot:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    # -- the four questions ------------------------------------------------------------
+
+    async def allowed(self, url: str) -> bool:
+        """May this robot fetch ``url``?  Reads robots.txt through the cache when needed."""
+        known = await self._policy(url)
+        return known.robots.allowed(url, self.agent, self.roles)
+
+    async def decide(self, url: str) -> RobotDecision:
+        known = await self._policy(url)
+        d = known.robots.decide(url, self.agent, self.roles)
+        e = known.entry
+        return RobotDecision(*d, e.url, e.outcome, e.fetched_at, e.expires_at, known.stale)
+
+    async def wait(self, url: str) -> float:
+        """Return when a request to ``url``'s authority is polite, having booked that slot.
+
+        Returns the seconds waited.  The slot is booked in the store, so every
+        worker sharing it keeps the spacing together.
+        """
+        start = time.time()
+        known = await self._policy(url)
+        key = _key(url)
+        e = known.entry
+        not_before = e.fetched_at + e.retry_after if e.outcome == "retry" and e.retry_after else 0.0
+        slot = await self.store.book(key, self._spacing(key, known), not_before)
+        wait = slot - time.time()
+        while wait > 0:  # sleep can end a hair early; the slot is a promise to the server
+            await asyncio.sleep(wait)
+            wait = slot - time.time()
+        return max(0.0, slot - start)
+
+    def delay(self, url: str) -> float:
+        """Seconds between requests to ``url``'s authority (``min_delay`` until its robots.txt is read)."""
+        key = _key(url)
+        known = self._known.get(key)
+        return self._spacing(key, known) if known is not None else self.min_delay
+
+    # -- reading the policy --------------------------------------------------------------
+
+    def _spacing(self, key: str, known: _Known) -> float:
+        robots = known.robots
+        asked = [self.min_delay]
+        delay = robots.crawl_delay(self.agent, self.roles)
+        if delay is not None:
+            asked.append(delay)
+        rate = robots.request_rate(self.agent, self.roles)
+        if rate is not None:
+            asked.append(rate[1] / rate[0])
+        spacing = max(asked)
+        if spacing > self.max_delay:
+            if key not in self._capped:
+                self._capped.add(key)
+                log.warning("%s asks for %.10g s between requests; capped at max_delay=%g s", key, spacing,
+                            self.max_delay)  # fmt: skip
+            return self.max_delay
+        return spacing
+
+    async def _policy(self, url: str) -> _Known:
+        key = _key(url)
+        known = self._known.get(key)
+        if known is not None and time.time() < known.entry.expires_at:
+            return known
+        pending = self._pending.get(key)
+        if pending is None:  # one fetch per authority in this process; the store's lock does the rest
+            pending = self._pending[key] = asyncio.ensure_future(self._refresh(key, url))
+            pending.add_done_callback(lambda _: self._pending.pop(key, None))
+        return await asyncio.shield(pending)
+
+    async def _refresh(self, key: str, url: str) -> _Known:
+        store = self.store
+        entry = await store.get(key)
+        token = secrets.token_hex(8)
+        give_up = time.time() + self.lock_timeout + self.timeout
+        pause = 0.02
+        while entry is None or time.time() >= entry.expires_at:
+            if await store.acquire(key, token, self.lock_timeout) or time.time() > give_up:
+                try:
+                    entry = await store.get(key)  # another worker may have just fetched it
+                    if entry is None or time.time() >= entry.expires_at:
+                        location = robots_locations(url)[0]
+                        result = await fetch_robots(location, self.agent, self.timeout, self.max_bytes)
+                        entry = entry_after(entry, result, time.time(), self.ttl)
+                        await store.put(key, entry)
+                finally:
+                    await store.release(key, token)
+                break
+            await asyncio.sleep(pause)  # another worker holds the lock: wait for its entry
+            pause = min(pause * 2, 0.5)
+            entry = await store.get(key)
+        robots, stale = policy_of(entry, time.time())
+        known = self._known[key] = _Known(entry, robots, stale)
+        return known
+
+
+class SyncRobot:
+    """Robot for scripts: the same calls, blocking.  Owns an event loop; close() it when done."""
+
+    def __init__(self, agent: str = "*", roles: Iterable[str] | str = (), cache: str = "sqlite",
+                 **options: float) -> None:  # fmt: skip
+        self._loop = asyncio.new_event_loop()
+        self.robot = Robot(agent, roles, cache, **options)  # type: ignore[arg-type]
+
+    def allowed(self, url: str) -> bool:
+        return self._loop.run_until_complete(self.robot.allowed(url))
+
+    def decide(self, url: str) -> RobotDecision:
+        return self._loop.run_until_complete(self.robot.decide(url))
+
+    def wait(self, url: str) -> float:
+        return self._loop.run_until_complete(self.robot.wait(url))
+
+    def delay(self, url: str) -> float:
+        return self.robot.delay(url)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self.robot.close())
+            self._loop.close()
+
+    def __enter__(self) -> SyncRobot:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.close()
+
+
+def _key(url: str) -> str:
+    """The cache key of a URL: scheme, host and port (RFC 9309: robots.txt governs one authority)."""
+    host, port = split_authority(url)
+    return f"{url.split(':', 1)[0].lower()}://{host}:{port}"
