@@ -318,7 +318,7 @@ worker_processes 1;
 pid {path("nginx.pid")};
 error_log {path("error.log")} info;
 events {{
-    worker_connections 64;
+    worker_connections 1024;
 }}
 http {{
     access_log {path("access.log")};

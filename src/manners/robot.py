@@ -8,6 +8,7 @@ one-fetch-per-authority lock, and each authority's next free request slot.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -45,6 +46,7 @@ class _Known:
     entry: Entry
     robots: RobotsTxt
     stale: bool
+    spacing: float  # seconds between requests to the authority
 
 
 class Robot:
@@ -111,7 +113,7 @@ class Robot:
     async def wait(self, url: str) -> float:
         """Return when a request to ``url``'s authority is polite, having booked that slot.
 
-        Returns the seconds waited.  The slot is booked in the store, so every
+        Returns the seconds waited.  Slots are booked in the store, so every
         worker sharing it keeps the spacing together.
         """
         start = time.time()
@@ -119,23 +121,24 @@ class Robot:
         key = _key(url)
         e = known.entry
         not_before = e.fetched_at + e.retry_after if e.outcome == "retry" and e.retry_after else 0.0
-        slot = await self.store.book(key, self._spacing(key, known), not_before)
-        wait = slot - time.time()
-        while wait > 0:  # sleep can end a hair early; the slot is a promise to the server
-            await asyncio.sleep(wait)
-            wait = slot - time.time()
-        return max(0.0, slot - start)
+        slot = await self.store.book(key, known.spacing, not_before)
+        while True:
+            while (left := slot - time.time()) > 0:
+                await asyncio.sleep(left)
+            late = await self.store.claim(key, known.spacing)
+            if late <= 0:
+                return time.time() - start
+            slot = time.time() + late  # the worker before us woke late: keep the spacing after it
 
     def delay(self, url: str) -> float:
         """Seconds between requests to ``url``'s authority (``min_delay`` until its robots.txt is read)."""
         key = _key(url)
         known = self._known.get(key)
-        return self._spacing(key, known) if known is not None else self.min_delay
+        return known.spacing if known is not None else self.min_delay
 
     # -- reading the policy --------------------------------------------------------------
 
-    def _spacing(self, key: str, known: _Known) -> float:
-        robots = known.robots
+    def _spacing(self, key: str, robots: RobotsTxt) -> float:
         asked = [self.min_delay]
         delay = robots.crawl_delay(self.agent, self.roles)
         if delay is not None:
@@ -185,7 +188,7 @@ class Robot:
             pause = min(pause * 2, 0.5)
             entry = await store.get(key)
         robots, stale = policy_of(entry, time.time())
-        known = self._known[key] = _Known(entry, robots, stale)
+        known = self._known[key] = _Known(entry, robots, stale, self._spacing(key, robots))
         return known
 
 
@@ -224,5 +227,12 @@ class SyncRobot:
 
 def _key(url: str) -> str:
     """The cache key of a URL: scheme, host and port (RFC 9309: robots.txt governs one authority)."""
-    host, port = split_authority(url)
-    return f"{url.split(':', 1)[0].lower()}://{host}:{port}"
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    return _authority_key(scheme.lower() + sep + rest[:end]) if sep else _authority_key(url)
+
+
+@functools.lru_cache(maxsize=4096)
+def _authority_key(origin: str) -> str:
+    host, port = split_authority(origin)
+    return f"{origin.split(':', 1)[0]}://{host}:{port}"

@@ -37,6 +37,14 @@ class Store(Protocol):
         booked; the one after it starts ``spacing`` later.
         """
 
+    async def claim(self, key: str, spacing: float) -> float:
+        """Start a request to ``key`` now if the last one started ``spacing`` ago or more.
+
+        Returns 0 when claimed, else the seconds still to wait.  A booked slot
+        orders the workers; the claim makes sure a worker that woke late does
+        not leave the next one too close behind it.
+        """
+
     async def close(self) -> None: ...
 
 

@@ -14,6 +14,7 @@ class MemoryStore:
         self._entries: dict[str, Entry] = {}
         self._locks: dict[str, tuple[str, float]] = {}
         self._slots: dict[str, float] = {}
+        self._starts: dict[str, float] = {}
 
     async def get(self, key: str) -> Entry | None:
         return self._entries.get(key)
@@ -38,6 +39,14 @@ class MemoryStore:
         slot = max(now, not_before, self._slots.get(key, 0.0))
         self._slots[key] = slot + spacing
         return slot
+
+    async def claim(self, key: str, spacing: float) -> float:
+        now = time.time()
+        left = self._starts.get(key, 0.0) + spacing - now
+        if left > 0:
+            return left
+        self._starts[key] = now
+        return 0.0
 
     async def close(self) -> None:
         pass

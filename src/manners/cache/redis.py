@@ -26,6 +26,13 @@ local next_at = slot + tonumber(ARGV[2])
 redis.call('SET', KEYS[1], string.format('%.6f', next_at), 'PX', math.ceil((next_at - now) * 1000) + 60000)
 return string.format('%.6f', slot)
 """
+# KEYS[1] start key; ARGV: now, spacing.  Returns 0 when claimed, else the seconds left.
+_CLAIM = """
+local left = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[2]) - tonumber(ARGV[1])
+if left > 0 then return string.format('%.6f', left) end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', math.ceil(tonumber(ARGV[2]) * 1000) + 60000)
+return '0'
+"""
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -48,6 +55,7 @@ class RedisStore:
             raise ValueError(f"bad Redis URL {url!r}: {exc}") from None
         self._book = self._redis.register_script(_BOOK)
         self._release = self._redis.register_script(_RELEASE)
+        self._claim = self._redis.register_script(_CLAIM)
 
     async def get(self, key: str) -> Entry | None:
         data = await self._call(self._redis.get(PREFIX + "entry:" + key))
@@ -67,6 +75,10 @@ class RedisStore:
     async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
         args = [repr(time.time()), repr(spacing), repr(not_before)]
         return float(await self._call(self._book(keys=[PREFIX + "slot:" + key], args=args)))
+
+    async def claim(self, key: str, spacing: float) -> float:
+        args = [repr(time.time()), repr(spacing)]
+        return float(await self._call(self._claim(keys=[PREFIX + "start:" + key], args=args)))
 
     async def close(self) -> None:
         await self._redis.aclose()

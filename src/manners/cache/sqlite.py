@@ -1,93 +1,126 @@
 """Processes on one machine share a SQLite file in WAL mode.
 
-Every change is one transaction, so a process killed mid-write leaves the file as
-it was before that write.  Locks and slots are taken inside ``BEGIN IMMEDIATE``,
-which SQLite serialises across processes.
+Every change is one ``BEGIN IMMEDIATE`` transaction, so a process killed mid-write
+leaves the file as it was before that write, and locks and slots are serialised
+across processes.  When another process holds the write lock, the wait happens
+in asyncio (short sleeps, then retry), never in SQLite's own busy handler, which
+would stall every task of this process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from . import CacheError
 from .entry import Entry
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data TEXT NOT NULL, keep_until REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS locks (key TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS slots (key TEXT PRIMARY KEY, next_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS starts (key TEXT PRIMARY KEY, at REAL NOT NULL);
 """
 
 
 class SQLiteStore:
     def __init__(self, path: Path, busy_timeout: float = 10.0) -> None:
         self.location = f"sqlite://{path}"
+        self._busy_timeout = busy_timeout
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
             self._db.executescript(_SCHEMA)
+            self._db.execute("PRAGMA busy_timeout=0")  # from here on, waits are asyncio's (see _write)
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"cannot open the SQLite cache {path}: {exc}") from None
 
     async def get(self, key: str) -> Entry | None:
-        row = self._run("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()
+        row = await self._write(
+            lambda db: db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()
+        )
         return Entry.loads(row[0]) if row else None
 
     async def put(self, key: str, entry: Entry) -> None:
-        self._run(
-            "INSERT OR REPLACE INTO entries (key, data, keep_until) VALUES (?, ?, ?)",
-            (key, entry.dumps(), entry.keep_until),
+        data = entry.dumps()
+        await self._write(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, data, entry.keep_until)
+            )
         )
 
     async def acquire(self, key: str, token: str, ttl: float) -> bool:
-        with self._immediate():
+        def take(db: sqlite3.Connection) -> bool:
             now = time.time()
-            row = self._db.execute("SELECT expires_at FROM locks WHERE key = ?", (key,)).fetchone()
+            row = db.execute("SELECT expires_at FROM locks WHERE key = ?", (key,)).fetchone()
             if row is not None and row[0] > now:
                 return False
-            self._db.execute("INSERT OR REPLACE INTO locks VALUES (?, ?, ?)", (key, token, now + ttl))
+            db.execute("INSERT OR REPLACE INTO locks VALUES (?, ?, ?)", (key, token, now + ttl))
             return True
 
+        return await self._write(take)
+
     async def release(self, key: str, token: str) -> None:
-        self._run("DELETE FROM locks WHERE key = ? AND token = ?", (key, token))
+        await self._write(
+            lambda db: db.execute("DELETE FROM locks WHERE key = ? AND token = ?", (key, token))
+        )
 
     async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
-        with self._immediate():
-            now = time.time()
-            row = self._db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
-            slot = max(now, not_before, row[0] if row else 0.0)
-            self._db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
+        def take(db: sqlite3.Connection) -> float:
+            row = db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
+            slot = max(time.time(), not_before, row[0] if row else 0.0)
+            db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
             return slot
+
+        return await self._write(take)
+
+    async def claim(self, key: str, spacing: float) -> float:
+        def take(db: sqlite3.Connection) -> float:
+            now = time.time()
+            row = db.execute("SELECT at FROM starts WHERE key = ?", (key,)).fetchone()
+            left = (row[0] if row else 0.0) + spacing - now
+            if left > 0:
+                return left
+            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (key, now))
+            return 0.0
+
+        return await self._write(take)
 
     async def close(self) -> None:
         self._db.close()
 
-    def _run(self, sql: str, args: tuple[object, ...]) -> sqlite3.Cursor:
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one BEGIN IMMEDIATE transaction, waiting in asyncio while the file is busy."""
+        db = self._db
+        give_up = time.monotonic() + self._busy_timeout
+        pause = 0.0002
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
+                if time.monotonic() > give_up:
+                    raise CacheError(
+                        f"the SQLite cache {self.location} stayed locked for {self._busy_timeout:g} s"
+                    ) from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.005)
         try:
-            return self._db.execute(sql, args)
-        except sqlite3.Error as exc:
-            raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
-
-    def _immediate(self) -> _Transaction:
-        return _Transaction(self._db, self.location)
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
-
-    def __init__(self, db: sqlite3.Connection, location: str) -> None:
-        self._db = db
-        self._location = location
-
-    def __enter__(self) -> None:
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise CacheError(f"the SQLite cache {self._location} is locked: {exc}") from None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+            result = work(db)
+        except BaseException as exc:
+            db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
+            raise
+        db.execute("COMMIT")
+        return result

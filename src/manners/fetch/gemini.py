@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ssl
 from collections.abc import MutableMapping
@@ -23,6 +24,7 @@ from .outcome import (
 KNOWN_HOSTS: dict[str, str] = {}
 
 
+@functools.cache
 def _context() -> ssl.SSLContext:
     """Self-signed certificates are the norm in Geminispace: identity is checked by TOFU."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

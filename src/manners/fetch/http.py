@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import ssl
 from typing import TYPE_CHECKING
 
 from .net import Deadlines, NetworkError, failure
@@ -17,7 +19,8 @@ async def fetch(url: str, deadlines: Deadlines, max_bytes: int, user_agent: str)
     timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
     headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
     current, redirects = url, tuple[str, ...]()
-    async with httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False) as client:
+    client = httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=_tls())
+    async with client:
         while True:
             try:
                 async with client.stream("GET", current) as response:
@@ -39,6 +42,12 @@ async def fetch(url: str, deadlines: Deadlines, max_bytes: int, user_agent: str)
             if len(redirects) == MAX_REDIRECTS:
                 return too_many_redirects(url, response.status_code, redirects)
             current, redirects = target, (*redirects, target)
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """Loading the CA bundle takes tens of milliseconds: once per process is enough."""
+    return ssl.create_default_context()
 
 
 async def _read(response: httpx.Response, limit: int) -> bytes:
