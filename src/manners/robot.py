@@ -105,6 +105,7 @@ class Robot:
         return known.robots.allowed(url, self.agent, self.roles)
 
     async def decide(self, url: str) -> RobotDecision:
+        """Like allowed(), with the deciding rule and where the policy came from."""
         known = await self._policy(url)
         d = known.robots.decide(url, self.agent, self.roles)
         e = known.entry
