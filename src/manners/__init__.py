@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 from .cache import CacheError
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
-from .robot import Robot, RobotDecision, SyncRobot
+from .robot import Policy, Robot, RobotDecision, SyncRobot
 from .robots import Decision, Diagnostic, Group, RobotsTxt, parse
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "Diagnostic",
     "FetchResult",
     "Group",
+    "Policy",
     "Profile",
     "Robot",
     "RobotDecision",

@@ -71,6 +71,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
 
     seen_agent = False
     seen_rule_after_agent = False
+    group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
     star_record_at: int | None = None
     for number, raw in enumerate(text[1:].split("\n"), 1):
         kv = split_line(raw)
@@ -100,6 +101,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             )
         elif kind in ("user-agent", "virtual-agent"):
             if seen_rule_after_agent or not seen_agent:
+                group_rules = {}
                 if star_record_at is not None and profile.name == "gopher":
                     add(
                         number,
@@ -129,6 +131,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 }[profile.preamble]
                 add(number, "warning", "rule-outside-group", f"rule before any User-agent line: {meaning}")
             seen_rule_after_agent = seen_agent
+            if value and (kind == "disallow" or profile.allow):
+                for d in _shadowing(kind, value, number, group_rules, profile):
+                    add(*d)
             if kind == "allow" and not profile.allow:
                 add(
                     number,
@@ -159,4 +164,36 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
+    return out
+
+
+def _shadowing(
+    kind: str, value: str, line: int, seen: dict[str, tuple[str, int]], profile: Profile
+) -> list[tuple[int, str, str, str]]:
+    """Rules in one group that can never decide: a repeat, a tie Allow always wins, or a
+    pattern whose spelling with a trailing ``*`` (the same paths, and longer) is there too."""
+    out = []
+    earlier = seen.get(value)
+    if earlier is not None:
+        if earlier[0] == kind:
+            out.append(
+                (line, "info", "duplicate", f"'{kind.capitalize()}: {value}' repeats line {earlier[1]}")
+            )
+        elif profile.records != "1994":
+            loser = earlier[1] if earlier[0] == "disallow" else line
+            why = f"'Disallow: {value}' never decides: 'Allow: {value}' matches the same paths and wins ties"
+            out.append((loser, "warning", "shadowed", why))
+    else:
+        seen[value] = (kind, line)
+    if profile.wildcards and profile.records != "1994" and not (profile.anchor and value.endswith("$")):
+        short, long_ = (value[:-1], value) if value.endswith("*") else (value, value + "*")
+        if short in seen and long_ in seen and line in (seen[short][1], seen[long_][1]):
+            (short_kind, short_line), (long_kind, long_line) = seen[short], seen[long_]
+            out.append((
+                short_line,
+                "warning" if short_kind != long_kind else "info",
+                "shadowed",
+                f"'{short_kind.capitalize()}: {short}' never decides: '{long_kind.capitalize()}: {long_}'"
+                f" (line {long_line}) matches the same paths and is longer",
+            ))  # fmt: skip
     return out

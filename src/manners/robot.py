@@ -21,6 +21,7 @@ from .cache import Store, open_store
 from .cache.entry import TTL, Entry, entry_after, policy_of
 from .fetch import fetch_robots, robots_locations
 from .fetch.locations import split_authority
+from .profiles import get_profile
 from .robots import RobotsTxt
 
 log = logging.getLogger("manners")
@@ -41,12 +42,15 @@ class RobotDecision(NamedTuple):
     stale: bool  # the latest fetch failed and an older copy (at most 30 days old) answered
 
 
-@dataclass
-class _Known:
-    entry: Entry
-    robots: RobotsTxt
-    stale: bool
-    spacing: float  # seconds between requests to the authority
+@dataclass(frozen=True)
+class Policy:
+    """What a robot holds for one authority: the cache entry and the file it means."""
+
+    key: str  # scheme://host:port
+    entry: Entry  # as the store holds it: body, outcome, status, fetched_at, expires_at, ...
+    robots: RobotsTxt  # the policy in force
+    stale: bool  # the latest fetch failed and an older copy answers
+    spacing: float  # seconds between requests to the authority, for this robot
 
 
 class Robot:
@@ -57,7 +61,8 @@ class Robot:
     authority is the largest of ``min_delay``, the file's Crawl-delay and
     Request-rate for this robot, and a pending wait the server asked for, capped at
     ``max_delay``.  The fetch lock of a worker that died frees itself after
-    ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).
+    ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).  ``profile`` fixes
+    how files are read (default: by each URL's scheme).
     """
 
     def __init__(
@@ -72,6 +77,7 @@ class Robot:
         max_bytes: int = 512_000,
         ttl: float = TTL,
         lock_timeout: float | None = None,
+        profile: str | None = None,
     ) -> None:
         if min_delay < 0 or max_delay < min_delay:
             raise ValueError("need 0 <= min_delay <= max_delay")
@@ -84,8 +90,9 @@ class Robot:
         self.max_bytes = max_bytes
         self.ttl = min(ttl, TTL)
         self.lock_timeout = lock_timeout if lock_timeout is not None else timeout + 5.0
-        self._known: dict[str, _Known] = {}
-        self._pending: dict[str, asyncio.Future[_Known]] = {}
+        self.profile = get_profile(profile).name if profile is not None else None
+        self._known: dict[str, Policy] = {}
+        self._pending: dict[str, asyncio.Future[Policy]] = {}
         self._capped: set[str] = set()
 
     async def __aenter__(self) -> Robot:
@@ -156,7 +163,11 @@ class Robot:
             return self.max_delay
         return spacing
 
-    async def _policy(self, url: str) -> _Known:
+    async def policy(self, url: str) -> Policy:
+        """The policy for ``url``'s authority, read through the cache when needed."""
+        return await self._policy(url)
+
+    async def _policy(self, url: str) -> Policy:
         key = _key(url)
         known = self._known.get(key)
         if known is not None and time.time() < known.entry.expires_at:
@@ -167,7 +178,7 @@ class Robot:
             pending.add_done_callback(lambda _: self._pending.pop(key, None))
         return await asyncio.shield(pending)
 
-    async def _refresh(self, key: str, url: str) -> _Known:
+    async def _refresh(self, key: str, url: str) -> Policy:
         store = self.store
         entry = await store.get(key)
         token = secrets.token_hex(8)
@@ -188,8 +199,8 @@ class Robot:
             await asyncio.sleep(pause)  # another worker holds the lock: wait for its entry
             pause = min(pause * 2, 0.5)
             entry = await store.get(key)
-        robots, stale = policy_of(entry, time.time())
-        known = self._known[key] = _Known(entry, robots, stale, self._spacing(key, robots))
+        robots, stale = policy_of(entry, time.time(), self.profile)
+        known = self._known[key] = Policy(key, entry, robots, stale, self._spacing(key, robots))
         return known
 
 

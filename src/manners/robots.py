@@ -400,10 +400,29 @@ class RobotsTxt:
         for g in self._index(profile)[0]:
             agents = tuple((line_number(text, a.pos), a.value) for a in g.members if not a.virtual)
             virtual = tuple((line_number(text, a.pos), a.value) for a in g.members if a.virtual)
-            last = line_number(text, g.span[1]) - 1 if g.span[1] < len(text) else text.count("\n")
-            lines = (line_number(text, g.span[0]), last)
-            out.append(Group(agents, virtual, g.names - {""}, g.virtual_names - {""}, lines))
+            out.append(
+                Group(agents, virtual, g.names - {""}, g.virtual_names - {""}, self._line_range(g.span))
+            )
         return out
+
+    def applies(
+        self, agent: str = "*", roles: Iterable[str] = (), profile: str | Profile | None = None
+    ) -> tuple[list[tuple[str, list[tuple[int, int]]]], str]:
+        """Whose rules decide for this robot: (who, [(first line, last line), ...]) in order of
+        choice (all of them count: a target must pass each), and the reason when nobody's do."""
+        prof = get_profile(profile) if profile is not None else self._profile or get_profile("rfc9309")
+        policy = self._policy(prof, agent, _roles(roles))
+        return [
+            (c.label, [self._line_range(span) for span in c.spans]) for c in policy.choices
+        ], policy.reason
+
+    def _line_range(self, span: Span) -> tuple[int, int]:
+        text = self._text
+        if span[1] < len(text):
+            last = line_number(text, span[1]) - 1
+        else:  # to the end: the last line, not the nothing after a final LF
+            last = text.count("\n") - (len(text) > 1 and text.endswith("\n"))
+        return line_number(text, span[0]), last
 
     def _index(self, profile: str | Profile | None = None) -> tuple[list[_Group], int]:
         """The groups, and where the first starts: rules before it precede every agent line."""

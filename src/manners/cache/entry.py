@@ -36,6 +36,7 @@ class Entry:
     body: bytes = b""  # the last file read ("ok")
     failures: int = 0  # failed fetches since the last readable answer
     retry_after: float | None = None  # seconds the server asked us to wait, from fetched_at
+    meaning: str = ""  # the latest fetch's outcome in words
 
     def dumps(self) -> str:
         data = asdict(self)
@@ -57,7 +58,7 @@ class Entry:
 def entry_after(previous: Entry | None, result: FetchResult, now: float, ttl: float = TTL) -> Entry:
     """The entry after a fetch: a readable answer replaces everything, a failure keeps the last copy."""
     latest = {"outcome": result.outcome, "status": str(result.status), "source": result.source,
-              "fetched_at": now, "retry_after": result.retry_after}  # fmt: skip
+              "fetched_at": now, "retry_after": result.retry_after, "meaning": result.meaning}  # fmt: skip
     if result.outcome in ("ok", "unavailable"):
         life = ttl if result.max_age is None else min(ttl, max(MIN_TTL, result.max_age))
         body = result.body if result.outcome == "ok" else b""
@@ -70,7 +71,7 @@ def entry_after(previous: Entry | None, result: FetchResult, now: float, ttl: fl
     return replace(previous, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
 
 
-def policy_of(entry: Entry, now: float) -> tuple[RobotsTxt, bool]:
+def policy_of(entry: Entry, now: float, profile: str | None = None) -> tuple[RobotsTxt, bool]:
     """The robots.txt in force, and whether it is a stale copy standing in for a failed fetch."""
     stale = entry.outcome not in ("ok", "unavailable")
     if (
@@ -79,9 +80,9 @@ def policy_of(entry: Entry, now: float) -> tuple[RobotsTxt, bool]:
         and (not stale or now - entry.good_at <= STALE_LIMIT)
     ):
         if entry.good == "ok":
-            return parse(entry.body, max_bytes=None), stale
+            return parse(entry.body, profile, max_bytes=None), stale
         why = f"robots.txt was unavailable ({entry.good_status})"
-        return verdict(True, f"{why}: everything is allowed"), stale
+        return verdict(True, f"{why}: everything is allowed", profile), stale
     if entry.outcome == "retry":
         why = f"the server asked us to wait ({entry.status})"
     else:
