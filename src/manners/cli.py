@@ -243,7 +243,7 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
     matrix = []
     for target in targets:
         row = [
-            r.decide(target, args.agent, (*args.role, *roles))
+            r.decide(target, args.agent, roles or args.role)  # a Gemini column is its own role
             for r, (_, _, roles) in zip(readers, READERS, strict=True)
         ]
         matrix.append((target, row))
