@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,12 +61,6 @@ class FirstCallerHangs:
             c.close()
 
 
-@pytest.fixture(scope="module")
-def redis_port() -> Iterator[int]:
-    with redis_server() as port:
-        yield port
-
-
 def lock_held(cache: str, key: str) -> bool:
     if cache.startswith("redis"):
         return bool(redis.Redis.from_url(cache).get("manners:lock:" + key))
@@ -78,15 +72,8 @@ def lock_held(cache: str, key: str) -> bool:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_a_worker_killed_holding_the_fetch_lock(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if kind == "redis":
-        port = request.getfixturevalue("redis_port")
-        redis.Redis(port=port).flushall()
-        cache = f"redis://127.0.0.1:{port}/0"
-    else:
-        cache = f"sqlite://{tmp_path / 'c.sqlite3'}"
+def test_a_worker_killed_holding_the_fetch_lock(kind: str, cache_url: Callable[[str], str]) -> None:
+    cache = cache_url(kind)
     server = FirstCallerHangs()
     victim = subprocess.Popen([sys.executable, str(WORKER), "allowed", cache, server.url + "/x", "2"])
     try:

@@ -12,15 +12,13 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
-import redis
 
 import manners
-from servers import redis_server
 from sites import Site, sites
 
 HOSTS, PER_HOST, SPACING = 100, 100, 0.05
@@ -69,8 +67,8 @@ def check(
 
 
 @pytest.mark.parametrize("cache", ["memory", "sqlite"])
-def test_eight_asyncio_workers(fleet: list[Site], cache: str, tmp_path: Path) -> None:
-    store = "memory" if cache == "memory" else f"sqlite://{tmp_path / 'load.sqlite3'}"
+def test_eight_asyncio_workers(fleet: list[Site], cache: str, cache_url: Callable[[str], str]) -> None:
+    store = cache_url(cache)
     before = [s.robots_fetches() for s in fleet]
     records: list[tuple[str, float]] = []
 
@@ -97,20 +95,11 @@ def test_eight_asyncio_workers(fleet: list[Site], cache: str, tmp_path: Path) ->
     assert span < IMPLIED * 1.5 + 2.0
 
 
-@pytest.fixture(scope="module")
-def redis_port() -> Iterator[int]:
-    with redis_server() as port:
-        yield port
-
-
 @pytest.mark.parametrize("cache", ["sqlite", "redis"])
-def test_four_processes_share_the_store(fleet: list[Site], cache: str, tmp_path: Path, request) -> None:  # type: ignore[no-untyped-def]
-    if cache == "redis":
-        port = request.getfixturevalue("redis_port")
-        redis.Redis(port=port).flushall()
-        store = f"redis://127.0.0.1:{port}/0"
-    else:
-        store = f"sqlite://{tmp_path / 'load.sqlite3'}"
+def test_four_processes_share_the_store(
+    fleet: list[Site], cache: str, tmp_path: Path, cache_url: Callable[[str], str]
+) -> None:
+    store = cache_url(cache)
     before = [s.robots_fetches() for s in fleet]
     urls = frontier(fleet)
     procs, outs = [], []

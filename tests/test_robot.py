@@ -7,14 +7,12 @@ import itertools
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 import manners
-from servers import redis_server
 from sites import Site, sites
 
 ROBOTS = [
@@ -32,21 +30,9 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Site]]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def redis_port() -> Iterator[int]:
-    with redis_server() as port:
-        yield port
-
-
 @pytest.fixture(params=["memory", "sqlite", "redis"])
-def cache(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'robots.sqlite3'}"
-    if request.param == "redis":
-        port = request.getfixturevalue("redis_port")
-        redis.Redis(port=port).flushall()
-        return f"redis://127.0.0.1:{port}/0"
-    return "memory"
+def cache(request: pytest.FixtureRequest, cache_url: Callable[[str], str]) -> str:
+    return cache_url(request.param)
 
 
 def run(coro):  # type: ignore[no-untyped-def]

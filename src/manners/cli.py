@@ -118,7 +118,7 @@ def read_source(where: str, profile: str | None, robot: Callable[[], Robot]) -> 
         return Source(parse(body, profile), body, "standard input")
     if is_url(where):
         check_url(where)
-        policy = run(robot().policy(where))
+        (policy,) = policies(robot, [where])
         return Source(policy.robots, policy.entry.body, policy.entry.url, policy)
     path = Path(where)
     if path.is_dir():
@@ -134,9 +134,15 @@ def read_source(where: str, profile: str | None, robot: Callable[[], Robot]) -> 
     return Source(parse(body, profile), body, where)
 
 
-def run(coro: Any) -> Any:
+def policies(robot: Callable[[], Robot], urls: list[str]) -> list[Policy]:
+    """The policy for each URL's authority, through one robot and its cache."""
+
+    async def read() -> list[Policy]:
+        async with robot() as r:
+            return [await r.policy(url) for url in urls]
+
     try:
-        return asyncio.run(coro)
+        return asyncio.run(read())
     except CacheError as exc:
         raise UsageError(f"{exc}; pass --cache memory to work without it") from None
     except ValueError as exc:
@@ -157,9 +163,7 @@ def make_robot(args: argparse.Namespace, profile: str | None = None) -> Callable
 
 def unread_note(policy: Policy) -> str:
     e = policy.entry
-    what = {"unavailable": "unavailable", "unreachable": "unreachable", "retry": "unreachable for now"}[
-        e.outcome
-    ]
+    what = "unreachable for now" if e.outcome == "retry" else e.outcome
     return f"robots.txt at {e.url} is {what} ({e.status}): {e.meaning or 'see manners fetch'}"
 
 
@@ -171,20 +175,24 @@ def cmd_check(args: argparse.Namespace, out: Out) -> int:
         if is_url(url):
             check_url(url)
     robot = make_robot(args, args.profile)
-    fixed = read_source(args.robots, args.profile, robot) if args.robots else None
+    if args.robots:
+        fixed = read_source(args.robots, args.profile, robot)
+        found: list[tuple[RobotsTxt, Policy | None, str]] = [(fixed.robots, fixed.policy, fixed.name)] * len(
+            args.urls
+        )
+    else:
+        for url in args.urls:
+            if not is_url(url):
+                raise UsageError(
+                    f"{url!r} is no URL: give full URLs, or --robots FILE to check paths against"
+                )
+        found = [(p.robots, p, p.entry.url) for p in policies(robot, args.urls)]
     results, unread = [], {}
-    for url in args.urls:
-        if fixed is not None:
-            d = fixed.robots.decide(url, args.agent, args.role)
-            policy = fixed.policy
-        elif not is_url(url):
-            raise UsageError(f"{url!r} is no URL: give full URLs, or --robots FILE to check paths against")
-        else:
-            policy = run(robot().policy(url))
-            d = policy.robots.decide(url, args.agent, args.role)
+    for url, (robots, policy, name) in zip(args.urls, found, strict=True):
+        d = robots.decide(url, args.agent, args.role)
         if policy is not None and policy.entry.outcome in UNREAD:
             unread[policy.entry.url] = unread_note(policy)
-        results.append({"url": url, **d._asdict(), "robots": policy.entry.url if policy else fixed.name})  # type: ignore[union-attr]
+        results.append({"url": url, **d._asdict(), "robots": name})
     if out.json:
         out.data({"results": results, "unread": list(unread.values())})
     else:
@@ -368,7 +376,7 @@ def cmd_lint(args: argparse.Namespace, out: Out) -> int:
 
 def cmd_fetch(args: argparse.Namespace, out: Out) -> int:
     check_url(args.url)
-    policy: Policy = run(make_robot(args)().policy(args.url))
+    (policy,) = policies(make_robot(args), [args.url])
     e = policy.entry
     info = {
         "robots_url": e.url,
@@ -463,6 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--timeout", type=float, default=30.0, help="seconds a fetch may take (default: 30)")
 
+    def source(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "source", metavar="FILE_OR_URL", help="a robots.txt file, '-' for standard input, or a URL"
+        )
+
     p = sub.add_parser(
         "check",
         help="may a robot fetch these URLs, and why not?",
@@ -487,9 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES["explain"],
         formatter_class=raw,
     )
-    p.add_argument(
-        "source", metavar="FILE_OR_URL", help="a robots.txt file, '-' for standard input, or a URL"
-    )
+    source(p)
     p.add_argument(
         "urls", nargs="*", metavar="URL", help="targets for the matrix (default: each rule's own path)"
     )
@@ -505,9 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES["lint"],
         formatter_class=raw,
     )
-    p.add_argument(
-        "source", metavar="FILE_OR_URL", help="a robots.txt file, '-' for standard input, or a URL"
-    )
+    source(p)
     p.add_argument(
         "--profile",
         choices=sorted(PROFILES),

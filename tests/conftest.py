@@ -1,0 +1,34 @@
+"""Fixtures shared by the cache, load and fault tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from servers import redis_server
+
+
+@pytest.fixture(scope="session")
+def redis_port() -> Iterator[int]:
+    """One real redis-server for the session (tests that restart Redis start their own)."""
+    with redis_server() as port:
+        yield port
+
+
+@pytest.fixture
+def cache_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """A fresh store of a kind: "memory", "sqlite" (a file in tmp_path) or "redis" (emptied)."""
+
+    def make(kind: str) -> str:
+        if kind == "redis":
+            port = request.getfixturevalue("redis_port")
+            redis.Redis(port=port).flushall()
+            return f"redis://127.0.0.1:{port}/0"
+        if kind == "sqlite":
+            return f"sqlite://{tmp_path / 'cache.sqlite3'}"
+        return "memory"
+
+    return make
