@@ -217,6 +217,15 @@ def test_explain_text_groups_rules_and_targets(robots_file: Path, env: dict[str,
     assert "/mine/x" in out and "/elsewhere" in out
 
 
+def test_explain_profile_chooses_whose_groups_are_shown(tmp_path: Path, env: dict[str, str]) -> None:
+    f = tmp_path / "r.txt"
+    f.write_text("User-agent: CyberMapper\nDisallow: /maps\n\nUser-agent: *\nDisallow: /\n")
+    web = explain_json(f, env, "--agent", "CyberMapper/2.1")  # no product token: '*' decides
+    old = explain_json(f, env, "--agent", "CyberMapper/2.1", "--profile", "1994")  # a substring match
+    assert web["chosen"][0]["who"] == "user-agent *" and web["profile"] == "rfc9309"
+    assert old["chosen"][0]["who"] == "the record for cybermapper" and old["profile"] == "1994"
+
+
 def test_explain_a_url(web: list[Site], env: dict[str, str]) -> None:
     data = explain_json(web[0].url + "/", env, "--agent", "mybot")
     assert data["chosen"] == [{"who": "user-agent mybot", "lines": [[4, 6]]}]
