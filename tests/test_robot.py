@@ -96,7 +96,7 @@ def test_spacing_follows_crawl_delay_and_request_rate(web: list[Site], cache: st
     times, crawl_delay, rate, plain = run(go())
     assert (crawl_delay, rate, plain) == (0.3, 0.5, 0.1)
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert all(g >= 0.3 - 0.002 for g in gaps), gaps
+    assert all(g >= 0.3 - 0.02 for g in gaps), gaps  # 20 ms: see JITTER in test_load.py
 
 
 def test_an_unreasonable_delay_is_capped_and_reported(
