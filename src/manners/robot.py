@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .cache import Store, open_store
 from .cache.entry import TTL, Entry, entry_after, policy_of
@@ -208,9 +208,9 @@ class SyncRobot:
     """Robot for scripts: the same calls, blocking.  Owns an event loop; close() it when done."""
 
     def __init__(self, agent: str = "*", roles: Iterable[str] | str = (), cache: str = "sqlite",
-                 **options: float) -> None:  # fmt: skip
+                 **options: Any) -> None:  # fmt: skip
         self._loop = asyncio.new_event_loop()
-        self.robot = Robot(agent, roles, cache, **options)  # type: ignore[arg-type]
+        self.robot = Robot(agent, roles, cache, **options)
 
     def allowed(self, url: str) -> bool:
         return self._loop.run_until_complete(self.robot.allowed(url))
