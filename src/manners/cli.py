@@ -21,7 +21,7 @@ from typing import Any
 from . import __version__
 from .cache import CacheError
 from .fetch.locations import DEFAULT_PORTS
-from .profiles import PROFILES
+from .profiles import PROFILES, RFC9309, profile_for
 from .robot import Policy, Robot
 from .robots import RobotsTxt, parse
 
@@ -102,6 +102,12 @@ class Out:
 
 def is_url(text: str) -> bool:
     return "://" in text
+
+
+def scheme_profile(source: str, default: str) -> str:
+    """The profile a gemini:// or gopher:// source calls for, else ``default``."""
+    name = profile_for(source).name if is_url(source) else RFC9309.name
+    return default if name == RFC9309.name else name
 
 
 def check_url(url: str) -> None:
@@ -236,10 +242,7 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
             check_url(url)
     src = read_source(args.source, None, make_robot(args))
     robots = src.robots
-    profile = args.profile or ("gemini" if args.role else "rfc9309")
-    if is_url(args.source) and args.profile is None:
-        scheme = args.source.split("://", 1)[0].lower()
-        profile = {"gemini": "gemini", "gopher": "gopher"}.get(scheme, profile)
+    profile = args.profile or scheme_profile(args.source, "gemini" if args.role else "rfc9309")
     chosen, reason = robots.applies(args.agent, args.role, profile)
     deciding = {rng for _, ranges in chosen for rng in ranges}
     groups = robots.groups(profile)
@@ -350,17 +353,13 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
 
 
 def cmd_lint(args: argparse.Namespace, out: Out) -> int:
-    profile = args.profile
-    if profile is None and is_url(args.source):
-        profile = {"gemini": "gemini", "gopher": "gopher"}.get(args.source.split("://", 1)[0].lower())
-    src = read_source(args.source, profile or "rfc9309", make_robot(args, profile or "rfc9309"))
+    profile = args.profile or scheme_profile(args.source, "rfc9309")
+    src = read_source(args.source, profile, make_robot(args, profile))
     found = src.robots.diagnostics
     if out.json:
-        out.data(
-            {"source": src.name, "profile": profile or "rfc9309", "diagnostics": [d._asdict() for d in found]}
-        )
+        out.data({"source": src.name, "profile": profile, "diagnostics": [d._asdict() for d in found]})
     elif not found:
-        out.line(f"{src.name}: no findings ({profile or 'rfc9309'})", "green")
+        out.line(f"{src.name}: no findings ({profile})", "green")
     else:
         style = {"error": "bold red", "warning": "yellow", "info": "dim"}
         for d in found:

@@ -186,12 +186,10 @@ class _Index:
 
     def _plain_of(self, value: str) -> Rule:
         """The rule of the lines spelling ``value``: the first Allow, else the first."""
-        raw = self._raw
         ordinals = _positions(self._plain, value)
-        allows = [i for i in ordinals if raw[i][0][0] in "aA"]
-        if not self._profile.allow:
-            allows, ordinals = [], [i for i in ordinals if i not in allows]
-        rule = self._rule_of[value] = _plain_rule(bool(allows), value, (allows or ordinals)[0])
+        allows = [self._raw[i][0][0] in "aA" for i in ordinals]
+        allow = self._profile.allow and any(allows)  # without Allow, only Disallow lines spell a value here
+        rule = self._rule_of[value] = _plain_rule(allow, value, ordinals[allows.index(allow)])
         return rule
 
 
