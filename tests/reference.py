@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import manners
 from manners.match import google_escape, google_path, gopher_selectors, normalise, url_path
-from manners.robots import agent_token
+from manners.agents import agent_token
 
 
 def matches(path: str, pattern: str, wildcards: bool, anchor: bool) -> bool:

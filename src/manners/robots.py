@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from operator import itemgetter, methodcaller
 from typing import NamedTuple
 
+from .agents import agent_token, product_token
 from .match import (
     Rule,
     compile_rule,
@@ -44,7 +45,6 @@ from .parse import (
 )
 from .profiles import Profile, get_profile, profile_for
 
-_TOKEN = re.compile(r"[A-Za-z_-]*")
 _SPACE = " \t\n\r\v\f"
 _RATE = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE | re.ASCII)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -77,16 +77,6 @@ class Group(NamedTuple):
     names: frozenset[str]  # User-agent tokens, lower-cased ("*" for the star)
     virtual_names: frozenset[str]
     lines: tuple[int, int]  # first and last line
-
-
-def agent_token(value: str) -> str:
-    """The product token an agent line names: "*", or its leading [A-Za-z_-] run, lower-cased."""
-    if value.isalpha() and value.isascii():
-        return value.lower()
-    if value[:1] == "*" and (len(value) == 1 or value[1] in _SPACE):
-        return "*"
-    m = _TOKEN.match(value)
-    return m[0].lower() if m else ""
 
 
 class _Group(NamedTuple):
