@@ -61,8 +61,25 @@ def test_groups_merge_and_agents_share_groups() -> None:
 
 
 def test_unknown_fields_never_end_a_group() -> None:
-    robots = manners.parse("User-agent: a\nCrawl-delay: 5\nFoo: bar\nUser-agent: b\nDisallow: /\n")
+    robots = manners.parse("User-agent: a\nFoo: bar\nUser-agent: b\nDisallow: /\n")
     assert not robots.allowed("/x", "a")
+
+
+@pytest.mark.parametrize("field", ["Crawl-delay: 60", "crawl-delay 60", "Request-rate: 1/60", "Check: 60"])
+def test_crawl_delay_request_rate_and_check_end_an_agent_run(field: str) -> None:
+    """Issue 10 item 2: 'User-agent: A / Crawl-delay / User-agent: B / ...' is two groups (as
+    urllib.robotparser, Protego and the file's author read it), except under google."""
+    text = f"User-agent: slurp\n{field}\nUser-agent: *\nCrawl-delay: 1\nDisallow: /cgi-bin/\n"
+    for profile in ("rfc9309", "gemini", "gemini-targeted", "gopher"):
+        robots = manners.parse(text, profile)
+        assert robots.crawl_delay("otherbot") == 1.0
+        assert robots.allowed("/x", "otherbot") and not robots.allowed("/cgi-bin/x", "otherbot")
+        assert robots.allowed("/cgi-bin/x", "slurp")  # slurp's group has no rules
+        assert robots.request_rate("otherbot") is None
+    assert [g.lines for g in manners.parse(text).groups()] == [(1, 2), (3, 5)]
+    google = manners.parse(text, "google")  # Google groups by rules only: one group
+    assert not google.allowed("/cgi-bin/x", "slurp")
+    assert [g.lines for g in google.groups("google")] == [(1, 5)]
 
 
 def test_rules_before_any_agent_are_ignored_on_the_web() -> None:
@@ -74,8 +91,32 @@ def test_rules_before_any_agent_are_ignored_on_the_web() -> None:
 def test_agent_is_a_product_token() -> None:
     robots = manners.parse("User-agent: Googlebot/2.1 (+http://www.google.com/bot.html)\nDisallow: /\n")
     assert not robots.allowed("/x", "googlebot")
-    assert robots.allowed("/x", "Googlebot/2.1")  # not a product token: names no group
+    assert not robots.allowed("/x", "Googlebot/2.1")  # the caller's product token is googlebot
     assert "agent-token" in {d.code for d in robots.diagnostics}
+    google = manners.parse(robots.text, "google")  # Google: the caller passes a token
+    assert google.allowed("/x", "Googlebot/2.1") and not google.allowed("/x", "googlebot")
+
+
+@pytest.mark.parametrize(
+    "agent", ["mybot/1.0 (+http://x)", " mybot ", "MyBot", "mybot;compatible", "mybot(x)", "mybot\t2"]
+)
+@pytest.mark.parametrize("profile", ["rfc9309", "gemini", "gemini-targeted", "gopher", "1994"])
+def test_a_full_user_agent_header_names_its_product_token(agent: str, profile: str) -> None:
+    """Issue 10 item 1: every Scrapy user passes the whole header."""
+    robots = manners.parse("User-agent: mybot\nDisallow: /\n\nUser-agent: *\nDisallow: /cgi-bin\n", profile)
+    target = {"gemini": "gemini://h/a", "gopher": "gopher://h/0/a"}.get(profile.split("-")[0], "http://h/a")
+    assert not robots.allowed(target, agent)
+    assert robots.decide(target, agent).line == 2
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "gemini", "gopher", "1994", "google"])
+def test_a_name_that_is_no_token_matches_no_named_group(profile: str) -> None:
+    """AB42bot (digits) names no group, as Google's parser and its suite have it: '*' decides."""
+    robots = manners.parse("User-agent: AB42bot\nDisallow: /\n\nUser-agent: *\nAllow: /\n", profile)
+    assert robots.allowed("/a", "AB42bot")
+    assert robots.allowed("/a", "42")
+    if profile != "1994":  # 1994 compares the record's whole name, "ab42bot"
+        assert not robots.allowed("/a", "AB")  # the file's line names the token "ab"
 
 
 def test_longest_match_and_allow_on_ties() -> None:
