@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -250,6 +251,72 @@ def test_binary_served_as_robots_txt() -> None:
     robots = manners.parse(bytes(range(256)) * 8)
     assert robots.allowed("/x")
     assert "binary" in {d.code for d in robots.diagnostics}
+
+
+SOFT_404 = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>404 Not Found</title>
+  <link rel="stylesheet" href="/style.css">
+</head>
+<body>
+  <header><nav><a href="/">Home</a> | <a href="/about">About</a></nav></header>
+  <main>
+    <h1>Page not found</h1>
+    <p>Sorry: the page you asked for is not here.</p>
+    <p>Try the <a href="/search">search</a> page.</p>
+  </main>
+  <footer>Copyright 2026</footer>
+</body>
+</html>
+"""
+
+
+def test_a_soft_404_page_is_one_error() -> None:
+    """Issue 10: "an HTML page, not a robots.txt", not an error and 17 warnings."""
+    found = manners.parse(SOFT_404).diagnostics
+    assert [(d.line, d.severity, d.code) for d in found] == [(1, "error", "html")]
+    assert "HTML page, not a robots.txt" in found[0].message
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_binary_is_binary_not_html(seed: int) -> None:
+    data = random.Random(seed).randbytes(2000)
+    assert [(d.severity, d.code) for d in manners.parse(data).diagnostics] == [("error", "binary")]
+
+
+def test_a_control_character_in_a_real_file_is_a_warning_not_binary() -> None:
+    found = manners.parse(b"User-agent: *\nDisallow: /\x1b]0;TITLE\x07\n").diagnostics
+    assert [(d.line, d.code) for d in found] == [(2, "control-character")]
+
+
+def test_library_inputs_get_clear_errors() -> None:
+    """Issue 10, "Library inputs": never an unrelated traceback."""
+    robots = manners.parse("User-agent: *\nDisallow: /private\n")
+    with pytest.raises(TypeError, match="target must be a URL or a path"):
+        robots.allowed(b"/private")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="target must be a URL or a path"):
+        robots.decide(b"/private")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="agent must be a str"):
+        robots.allowed("/private", agent=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="agent must be a str"):
+        robots.crawl_delay(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="roles must be names"):
+        robots.allowed("/private", roles=[None])  # type: ignore[list-item]
+    for target in ("example.org/x", "private", "", "*"):
+        with pytest.raises(ValueError, match="neither a URL"):
+            robots.allowed(target)
+        with pytest.raises(ValueError, match="neither a URL"):
+            manners.parse("").allowed(target)  # no rule needed to answer: still an error
+    assert manners.parse("", "gopher").allowed("about.txt")  # a Gopher target is a raw selector
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="max_bytes"):
+            manners.parse("", max_bytes=bad)
+    for name in ("RFC9309", "Gemini", "GEMINI-TARGETED", "Google"):
+        assert manners.parse("", profile=name).profile is manners.PROFILES[name.lower()]
+    assert not manners.parse("User-agent: *\nDisallow: /\n", "RFC9309").allowed("/x")
+    assert robots.crawl_delay(profile="Gemini") is None
 
 
 def test_bad_arguments_get_clear_errors() -> None:

@@ -357,3 +357,20 @@ def test_smallnet_files_parse_under_every_profile(path, profile: str) -> None:
                 assert d.rule is not None
                 assert d.rule.split(":")[0] in ("Allow", "Disallow")
     assert all(d.code for d in robots.diagnostics)
+
+
+def test_lint_warns_where_the_two_gemini_readings_differ() -> None:
+    """A role group with an empty Disallow under a 'Disallow: /' star group: the archiver may
+    fetch everything only if the most targeted group decides alone."""
+    text = "User-agent: *\nDisallow: /\n\nUser-agent: archiver\nDisallow:\n"
+    found = [d for d in manners.parse(text, "gemini").diagnostics if d.code == "gemini-readings"]
+    assert [(d.line, d.severity) for d in found] == [(4, "warning")]
+    assert "archiver" in found[0].message and "line 2" in found[0].message
+    assert any(d.code == "gemini-readings" for d in manners.parse(text, "gemini-targeted").diagnostics)
+    assert not any(d.code == "gemini-readings" for d in manners.parse(text, "rfc9309").diagnostics)
+    agree = (
+        "User-agent: *\nDisallow: /cgi-bin/\n\nVirtual-agent: archiver\nDisallow: /cgi-bin/\nDisallow: /x\n"
+    )
+    assert not any(d.code == "gemini-readings" for d in manners.parse(agree, "gemini").diagnostics)
+    real = smallnet("gemini_11_cl_robots_txt_readme_tlgs_style.txt", "gemini").diagnostics
+    assert {d.line for d in real if d.code == "gemini-readings"} == {1, 2, 3}  # /add-seed
