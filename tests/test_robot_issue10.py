@@ -230,6 +230,22 @@ def test_robot_inputs_of_the_wrong_kind() -> None:
         manners.SyncRobot(None, cache="memory")  # type: ignore[arg-type]
 
 
+# -- item 3: the spacing is read under the authority's scheme -------------------------
+
+
+def test_capsule_crawl_delay_with_no_user_agent_line(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_text("Crawl-delay: 4\nDisallow: /private\n")
+    with jetforce(tmp_path) as port:
+        url = f"gemini://localhost:{port}/page"
+
+        async def go() -> tuple[float, bool, str]:
+            async with manners.Robot("mybot", cache="memory", min_delay=1) as robot:
+                policy = await robot.policy(url)
+                return robot.delay(url), await robot.allowed(url), policy.entry.outcome
+
+        assert asyncio.run(go()) == (4.0, True, "ok")
+
+
 # -- refresh ---------------------------------------------------------------------------
 
 

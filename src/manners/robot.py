@@ -161,10 +161,11 @@ class Robot:
 
     def _spacing(self, key: str, robots: RobotsTxt) -> float:
         asked = [self.min_delay]
-        delay = robots.crawl_delay(self.agent, self.roles)
+        read_as = self.profile or key  # the key's scheme picks the profile, as for its targets
+        delay = robots.crawl_delay(self.agent, self.roles, profile=read_as)
         if delay is not None:
             asked.append(delay)
-        rate = robots.request_rate(self.agent, self.roles)
+        rate = robots.request_rate(self.agent, self.roles, profile=read_as)
         if rate is not None:
             asked.append(rate[1] / rate[0])
         spacing = max(asked)
