@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from servers import gophernicus, jetforce, nginx
+from servers import HOST, _executable, _serve, free_port, gophernicus, jetforce, nginx
 from sites import Site, sites
 
 SMALLNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet"
@@ -94,7 +97,12 @@ def test_check_agent_role_profile_and_json(robots_file: Path, env: dict[str, str
         "--json",
         env=env,
     )
-    assert [r["allowed"] for r in json.loads(p.stdout)["results"]] == [False, True]
+    assert [r["allowed"] for r in json.loads(p.stdout)["results"]] == [False, False]  # '*' counts too
+    p = manners(  # the old most-targeted-group-wins reading, named case-insensitively
+        "check", "gemini://x.example/a", "--robots", str(gem), "--role", "archiver",
+        "--profile", "Gemini-Targeted", "--json", env=env,
+    )  # fmt: skip
+    assert [r["allowed"] for r in json.loads(p.stdout)["results"]] == [True]
     p = manners("check", "/a/index.html", "--robots", str(gem), "--profile", "1994", "--json", env=env)
     assert json.loads(p.stdout)["results"][0]["profile"] == "1994"
 
@@ -108,19 +116,19 @@ def test_check_fetches_through_the_cache(web: list[Site], env: dict[str, str]) -
     before = web[0].robots_fetches()
     p = manners("check", web[0].url + "/private", web[0].url + "/ok", env=env)
     assert p.returncode == 1 and p.stdout.splitlines()[0].startswith("disallowed")
-    p = manners("check", web[0].url + "/ok", "--agent", "mybot", env=env)
-    assert p.returncode == 0
+    p = manners("check", web[0].url + "/ok", "--agent", "mybot", "--cached", env=env)
+    assert p.returncode == 0 and "the cached copy read " in p.stderr
     assert web[0].robots_fetches() == before + 1  # the second run read the SQLite cache
     assert (Path(env["XDG_CACHE_HOME"]) / "manners" / "robots.sqlite3").exists()
 
 
-def test_check_says_when_robots_txt_could_not_be_read(env: dict[str, str], tmp_path: Path) -> None:
+def test_check_exit_codes_when_robots_txt_could_not_be_read(env: dict[str, str], tmp_path: Path) -> None:
     p = manners("check", down_url(), "--timeout", "5", env=env)
-    assert p.returncode == 2 and "unreachable (connection-refused)" in p.stderr
-    assert p.stdout.startswith("disallowed")
+    assert p.returncode == 1 and "unreachable (connection-refused)" in p.stderr  # disallowed, and why
+    assert p.stdout.startswith("disallowed") and "unreachable" in p.stdout
     with nginx(["location = /robots.txt { return 404; }"], tmp_path) as (port,):
         p = manners("check", f"http://127.0.0.1:{port}/private", "--cache", "memory", env=env)
-    assert p.returncode == 2 and "unavailable (404)" in p.stderr
+    assert p.returncode == 0 and "unavailable (404)" in p.stderr  # missing: everything is allowed
     assert p.stdout.startswith("allowed")
 
 
@@ -132,7 +140,9 @@ def test_check_says_when_robots_txt_could_not_be_read(env: dict[str, str], tmp_p
         (["check", "/x", "--robots", "/no/such/file"], "no such file"),
         (["check", "/x", "--robots", "/tmp"], "is a directory"),
         (["check", "/x", "--profile", "yahoo"], "invalid choice"),
-        (["check"], "the following arguments are required"),
+        (["check"], "no URLs to check"),
+        (["check", "-", "--robots", "-"], "standard input cannot hold both"),
+        (["check", "--urls", "/no/such/list"], "cannot read --urls"),
         (["explain", "/no/such/file"], "no such file"),
         (["lint", "/tmp"], "is a directory"),
         (["fetch", "ftp://example.org/"], "unknown scheme"),
@@ -143,7 +153,8 @@ def test_check_says_when_robots_txt_could_not_be_read(env: dict[str, str], tmp_p
 def test_usage_errors_are_one_sentence_and_exit_2(args: list[str], message: str, env: dict[str, str]) -> None:
     p = manners(*args, env=env)
     assert p.returncode == 2 and message in p.stderr
-    assert len(p.stderr.strip().splitlines()) <= 3  # argparse adds its usage line
+    said = [ln for ln in p.stderr.splitlines() if not ln.startswith(("usage:", " "))]  # argparse's usage
+    assert len(said) == 1
 
 
 def test_a_binary_file(tmp_path: Path, env: dict[str, str]) -> None:
@@ -220,9 +231,9 @@ def test_explain_text_groups_rules_and_targets(robots_file: Path, env: dict[str,
 def test_explain_profile_chooses_whose_groups_are_shown(tmp_path: Path, env: dict[str, str]) -> None:
     f = tmp_path / "r.txt"
     f.write_text("User-agent: CyberMapper\nDisallow: /maps\n\nUser-agent: *\nDisallow: /\n")
-    web = explain_json(f, env, "--agent", "CyberMapper/2.1")  # no product token: '*' decides
+    web = explain_json(f, env, "--agent", "CyberMapper/2.1")  # the product token: cybermapper
     old = explain_json(f, env, "--agent", "CyberMapper/2.1", "--profile", "1994")  # a substring match
-    assert web["chosen"][0]["who"] == "user-agent *" and web["profile"] == "rfc9309"
+    assert web["chosen"][0]["who"] == "user-agent cybermapper" and web["profile"] == "rfc9309"
     assert old["chosen"][0]["who"] == "the record for cybermapper" and old["profile"] == "1994"
 
 
@@ -283,12 +294,12 @@ def test_fetch_over_http(web: list[Site], env: dict[str, str]) -> None:
 
 def test_fetch_failures(env: dict[str, str], tmp_path: Path) -> None:
     p = manners("fetch", down_url(), "--timeout", "5", env=env)
-    assert p.returncode == 2 and "unreachable (status connection-refused)" in p.stdout
+    assert p.returncode == 1 and "unreachable (status connection-refused)" in p.stdout
     assert "everything is disallowed" in p.stdout
     with nginx(["location = /robots.txt { return 410; }"], tmp_path) as (port,):
         p = manners("fetch", f"http://127.0.0.1:{port}/", "--cache", "memory", env=env)
     assert (
-        p.returncode == 2 and "unavailable (status 410)" in p.stdout and "everything is allowed" in p.stdout
+        p.returncode == 0 and "unavailable (status 410)" in p.stdout and "everything is allowed" in p.stdout
     )
 
 
@@ -313,9 +324,10 @@ def test_fetch_gopher_and_gemini(tmp_path: Path, env: dict[str, str]) -> None:
 def test_colour_and_tables_on_a_terminal_plain_text_when_piped(
     robots_file: Path, env: dict[str, str]
 ) -> None:
-    tty = manners("explain", str(robots_file), env={**env, "FORCE_COLOR": "1"})  # rich: as on a terminal
+    wide = {**env, "COLUMNS": "400"}  # room for the table
+    tty = manners("explain", str(robots_file), env={**wide, "FORCE_COLOR": "1"})  # rich: as on a terminal
     assert "\x1b[" in tty.stdout and "┃" in tty.stdout
-    piped = manners("explain", str(robots_file), env=env)
+    piped = manners("explain", str(robots_file), env=wide)
     assert "\x1b[" not in piped.stdout and "┃" not in piped.stdout and "  /mine  " in piped.stdout
 
 
@@ -338,3 +350,208 @@ def test_python_dash_m_and_version(env: dict[str, str], robots_file: Path) -> No
         timeout=60,
     )
     assert p.returncode == 1
+
+
+# -- issue 10 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["42", "/x", "", "AB42bot"])
+def test_agent_without_a_product_token_is_refused(agent: str, robots_file: Path, env: dict[str, str]) -> None:
+    for command in (["check", "/x", "--robots", str(robots_file)], ["explain", str(robots_file)]):
+        p = manners(*command, "--agent", agent, env=env)
+        assert p.returncode == 2 and "product token" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_agent_with_a_version_is_its_product_token(robots_file: Path, env: dict[str, str]) -> None:
+    p = manners("check", "/mine", "--robots", str(robots_file), "--agent", "mybot/1.0", env=env)
+    assert p.returncode == 1 and p.stdout.startswith("disallowed  /mine  (line 5: Disallow: /mine)")
+
+
+def test_explain_and_lint_say_first_when_robots_txt_was_not_read(env: dict[str, str], tmp_path: Path) -> None:
+    down = down_url()
+    for command in ("explain", "lint"):
+        p = manners(command, down, "--timeout", "5", env=env)
+        assert p.returncode == 1, command  # a robot may fetch nothing there
+        assert "unreachable (connection-refused)" in p.stdout.splitlines()[0]
+        assert "everything is allowed" not in p.stdout
+    data = json.loads(manners("explain", down, "--json", "--timeout", "5", env=env).stdout)
+    assert (data["outcome"], data["results"][0]["allowed"]) == ("unreachable", False)
+    with nginx(["location = /robots.txt { return 404; }"], tmp_path) as (port,):
+        for command in ("explain", "lint"):
+            p = manners(command, f"http://127.0.0.1:{port}/", "--cache", "memory", env=env)
+            assert p.returncode == 0 and p.stdout.startswith(
+                f"robots.txt at http://127.0.0.1:{port}/robots.txt"
+            )
+            assert "unavailable (404)" in p.stdout.splitlines()[0]
+
+
+def test_check_sees_an_edited_robots_txt(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "robots.txt").write_text("User-agent: *\nDisallow: /old\n")
+    with nginx(["location = /robots.txt { default_type text/plain; }"], tmp_path) as (port,):
+        url = f"http://127.0.0.1:{port}"
+        assert manners("check", url + "/new", env=env).returncode == 0
+        (tmp_path / "robots.txt").write_text("User-agent: *\nDisallow: /new\n")
+        p = manners("check", url + "/new", env=env)
+        assert p.returncode == 1 and "line 2: Disallow: /new" in p.stdout  # fetched afresh
+        (tmp_path / "robots.txt").write_text("User-agent: *\nDisallow: /\n")
+        p = manners("check", url + "/new", "--cached", env=env)  # the copy of the run before
+        assert p.returncode == 1 and "Disallow: /new" in p.stdout and "the cached copy read " in p.stderr
+        data = json.loads(manners("check", url + "/new", "--cached", "--json", env=env).stdout)
+        assert 0 <= data["robots"][0]["age"] < 60
+
+
+def test_check_many_urls_one_fetch_per_server(web: list[Site], env: dict[str, str], tmp_path: Path) -> None:
+    urls = [
+        web[0].url + "/private/a",
+        web[1].url + "/a",
+        web[0].url + "/b",
+        web[1].url + "/c",
+        web[0].url + "/d",
+    ]
+    before = [s.robots_fetches() for s in web]
+    p = manners("check", "-", env=env, stdin="\n".join(urls).encode())
+    assert p.returncode == 1 and [ln.split()[1] for ln in p.stdout.splitlines()] == urls
+    assert [s.robots_fetches() for s in web] == [n + 1 for n in before]
+    listed = tmp_path / "urls.txt"
+    listed.write_text("\n".join(urls[1:]) + "\n")
+    p = manners("check", "--urls", str(listed), "--json", env=env)
+    assert p.returncode == 0 and len(json.loads(p.stdout)["results"]) == 4
+    assert [s.robots_fetches() for s in web] == [n + 2 for n in before]
+
+
+PACED = "User-agent: *\nCrawl-delay: 5\nRequest-rate: 1/10\nCheck: 3600\nDisallow: /x\nSitemap: http://h/map.xml\n"
+
+
+def test_check_json_and_explain_show_the_pace(tmp_path: Path, web: list[Site], env: dict[str, str]) -> None:
+    f = tmp_path / "paced.txt"
+    f.write_text(PACED)
+    data = json.loads(manners("check", "/a", "--robots", str(f), "--json", env=env).stdout)
+    pace = {
+        k: data["robots"][0][k]
+        for k in ("crawl_delay", "request_rate", "check_interval", "spacing", "sitemaps")
+    }
+    assert pace == {
+        "crawl_delay": 5,
+        "request_rate": {"requests": 1, "seconds": 10},
+        "check_interval": 3600,
+        "spacing": 10,  # the slower of 5 s and 1 request in 10 s
+        "sitemaps": ["http://h/map.xml"],
+    }
+    out = manners("explain", str(f), env=env).stdout
+    assert "Crawl-delay 5 s; Request-rate 1/10 s; Check every 3600 s: a Robot keeps 10 s" in out
+    assert "sitemap: http://h/map.xml" in out
+    data = json.loads(manners("check", web[1].url + "/a", "--json", env=env).stdout)
+    assert (data["robots"][0]["crawl_delay"], data["robots"][0]["spacing"]) == (5, 5)
+    assert explain_json(web[1].url + "/", env)["spacing"] == 5
+
+
+HOSTILE = (
+    b"User-agent: *\nDisallow: /\x1b]0;TITLE\x07\nDisallow: /\x9b\xff\xc2\x9b\r\nSitemap: http://h/\x7f\n"
+)
+RAW = ("\x1b", "\x07", "\x9b", "\x7f", "\r")
+
+
+def test_nothing_from_a_robots_txt_reaches_the_terminal_raw(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "robots.txt").write_bytes(HOSTILE)
+    with nginx(["location = /robots.txt { default_type text/plain; }"], tmp_path) as (port,):
+        url = f"http://127.0.0.1:{port}"
+        runs = [
+            ["check", url + "/\x1b]0;TITLE\x07", url + "/\x9b"],
+            ["explain", url + "/"],
+            ["explain", url + "/", "--agent", "mybot"],
+            ["lint", url + "/"],
+            ["fetch", url + "/"],
+            ["check", "/\x1b]0;TITLE\x07", "--robots", str(tmp_path / "robots.txt")],
+            ["explain", str(tmp_path / "robots.txt")],
+        ]
+        for args in runs:
+            for more in ([], ["--json"], ["--cached"]):
+                p = manners(*args, *more, env=env)
+                said = p.stdout + p.stderr
+                assert not any(c in said for c in RAW), (args, more, said)
+                assert not any("\udc80" <= c <= "\udcff" for c in said)
+                if "--json" in more:
+                    json.loads(p.stdout)
+                elif args[0] in ("explain", "fetch"):
+                    assert "\\x1b]0;TITLE\\x07" in said, (args, said)
+        p = manners("fetch", url + "/", "--json", env=env)
+        assert json.loads(p.stdout)["body"].encode("utf-8", "surrogateescape") == HOSTILE  # round-trips
+
+
+def test_explain_a_url_includes_its_own_path(web: list[Site], env: dict[str, str]) -> None:
+    data = explain_json(web[0].url + "/private/page", env)
+    own = next(m for m in data["matrix"] if m["target"] == web[0].url + "/private/page")
+    assert not own["readers"]["RFC 9309"]["allowed"]
+
+
+def test_explain_fits_80_columns(env: dict[str, str]) -> None:
+    path = SMALLNET / "gemini_02_gemplex_capsule_no_useragent.txt"
+    for extra in ({}, {"FORCE_COLOR": "1"}):
+        p = manners("explain", str(path), "--agent", "mybot", env={**env, "COLUMNS": "80", **extra})
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout).splitlines()
+        assert p.returncode == 0 and max(map(len, lines)) <= 80
+        assert "Gemini-targeted indexer" in p.stdout and "/search" in p.stdout
+
+
+def test_explain_reads_gemini_both_ways(tmp_path: Path, env: dict[str, str]) -> None:
+    f = tmp_path / "capsule.txt"
+    f.write_text("User-agent: archiver\nDisallow: /private/\n\nUser-agent: *\nDisallow: /cgi-bin/\n")
+    r = row(
+        json.loads(manners("explain", str(f), "/cgi-bin/search", "--json", env=env).stdout), "/cgi-bin/search"
+    )
+    assert not r["Gemini archiver"] and r["Gemini-targeted archiver"]  # '*' binds an archiver too
+    assert not r["Gemini indexer"] and not r["Gemini-targeted indexer"]
+
+
+def test_lint_a_soft_404_page_and_random_bytes(tmp_path: Path, env: dict[str, str]) -> None:
+    page = "<!DOCTYPE html>\n<html><head><title>Not found</title></head>\n<body>\n" + "<p>Sorry.</p>\n" * 17
+    (tmp_path / "robots.txt").write_text(page + "</body></html>\n")
+    (tmp_path / "noise.txt").write_bytes(bytes((n * 7919 + 13) % 256 for n in range(4000)))
+    blocks = [
+        "location = /robots.txt { default_type text/html; }",
+        "location = /robots.txt { alias " + str(tmp_path / "noise.txt") + "; }",
+    ]
+    with nginx(blocks, tmp_path) as (html_port, noise_port):
+        data = json.loads(manners("lint", f"http://127.0.0.1:{html_port}/", "--json", env=env).stdout)
+        assert [(d["severity"], d["code"]) for d in data["diagnostics"]] == [("error", "html")]
+        assert manners("lint", f"http://127.0.0.1:{html_port}/", env=env).returncode == 1
+        p = manners("lint", f"http://127.0.0.1:{noise_port}/", env=env)
+        assert p.returncode == 1 and "error: binary:" in p.stdout and "html" not in p.stdout
+
+
+@contextmanager
+def jetforce_on(root: Path, port: int) -> Iterator[int]:
+    """jetforce on a given port, with a certificate of its own each time it starts."""
+    with tempfile.TemporaryDirectory(prefix="manners-jetforce-") as tmp:
+        cmd = [
+            _executable("jetforce"),
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--hostname",
+            "localhost",
+            "--dir",
+            str(root),
+        ]
+        env = {**os.environ, "TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
+        with _serve("jetforce", cmd, [port], Path(tmp), env=env):
+            yield port
+
+
+def test_fetch_remembers_the_gemini_certificate(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "robots.txt").write_text("User-agent: *\nDisallow: /private\n")
+    store = f"sqlite:///{tmp_path / 'tofu.db'}"
+    port = free_port()
+    with jetforce_on(tmp_path, port):
+        first = manners("fetch", f"gemini://localhost:{port}/", "--cache", store, env=env)
+        again = manners("fetch", f"gemini://localhost:{port}/", "--cache", store, env=env)
+    assert first.returncode == 0 and "# certificate fingerprint " in first.stdout
+    assert "changed" not in again.stdout + again.stderr
+    with jetforce_on(tmp_path, port):  # restarted: a new certificate
+        p = manners("fetch", f"gemini://localhost:{port}/", "--cache", store, env=env)
+        data = json.loads(
+            manners("fetch", f"gemini://localhost:{port}/", "--cache", store, "--json", env=env).stdout
+        )
+    assert "certificate changed since the last fetch" in p.stdout and "different certificate" in p.stderr
+    assert data["fingerprint"] and not data["fingerprint_changed"]  # the new one is remembered now

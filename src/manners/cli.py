@@ -2,41 +2,70 @@
 
 Colour and tables on a terminal (rich), plain lines when piped, ``--json`` for
 scripts.  A user's mistake is one sentence on stderr and exit status 2, never a
-traceback.
+traceback.  Every character that came from outside (a robots.txt, a URL, a server's
+answer) goes through :mod:`manners.terminal` before it is printed.
+
+Exit status, for every command: 0 when a robot may go ahead (every URL allowed, no
+error-level finding, the file was read or is missing, which allows everything); 1
+when it may not (a URL disallowed, including by a robots.txt that could not be
+reached; an error-level finding); 2 for a usage error.
+
+The command line fetches robots.txt afresh unless ``--cached`` is given: whoever just
+edited the file must see the new answer.  The fetch still goes through the cache, so
+the store (and a Robot sharing it) keeps the newest copy and certificate.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
+import shutil
 import sys
+import textwrap
 import time
-from collections.abc import Callable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import __version__
+from .agents import require_token
 from .cache import CacheError
+from .fetch import robots_locations
 from .fetch.locations import DEFAULT_PORTS
 from .profiles import PROFILES, RFC9309, profile_for
 from .robot import Policy, Robot
-from .robots import RobotsTxt, parse
+from .robots import Decision, RobotsTxt, parse
+from .terminal import safe, safe_json
 
-READERS: list[tuple[str, str, tuple[str, ...]]] = [  # column, profile, roles
-    ("RFC 9309", "rfc9309", ()),
-    ("Google", "google", ()),
-    ("Gemini indexer", "gemini", ("indexer",)),
-    ("Gemini archiver", "gemini", ("archiver",)),
-    ("Gemini researcher", "gemini", ("researcher",)),
-    ("Gemini webproxy", "gemini", ("webproxy",)),
-    ("Gopher", "gopher", ()),
-    ("Gopher draft", "gopher", ()),  # stops at the end of the User-agent: * record
-    ("1994", "1994", ()),
+ROLES = ("indexer", "archiver", "researcher", "webproxy")
+MIN_DELAY, MAX_DELAY = 1.0, 300.0  # a Robot's defaults, for the spacing shown
+
+
+class Reader(NamedTuple):
+    """A column of explain's matrix: a kind of robot reading the file."""
+
+    name: str
+    profile: str
+    roles: tuple[str, ...] = ()  # a Gemini column is its own role
+    draft: bool = False  # stops at the end of the User-agent: * record
+
+
+READERS: list[Reader] = [
+    Reader("RFC 9309", "rfc9309"),
+    Reader("Google", "google"),
+    *(
+        Reader(f"{label} {role}", profile, (role,))
+        for role in ROLES
+        for label, profile in (("Gemini", "gemini"), ("Gemini-targeted", "gemini-targeted"))
+    ),
+    Reader("Gopher", "gopher"),
+    Reader("Gopher draft", "gopher", draft=True),
+    Reader("1994", "1994"),
 ]
-UNREAD = ("unavailable", "unreachable", "retry")
+UNREAD = ("unreachable", "retry")  # nothing read: everything is disallowed (unless a copy answers)
 
 
 class UsageError(Exception):
@@ -57,44 +86,66 @@ class Source:
 
 
 class Out:
+    """Where every line goes; each is made safe here, and nowhere else needs to remember."""
+
     def __init__(self, as_json: bool) -> None:
         from rich.console import Console
 
         self.json = as_json
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.console = Console(highlight=False, soft_wrap=True, emoji=False)
         self.rich = self.console.is_terminal and not as_json
+        if self.rich:
+            self.width = self.console.width
+        else:
+            self.width = shutil.get_terminal_size((80, 24)).columns  # COLUMNS when piped
 
     def line(self, text: str, style: str = "") -> None:
         if self.rich:
-            self.console.print(text, style=style or None, markup=False)
+            self.console.print(safe(text), style=style or None, markup=False)
         else:
-            print(text)
+            print(safe(text))
+
+    def body(self, text: str) -> None:
+        """A file as it is, line feeds and tabs kept, everything else unsafe escaped."""
+        text = safe(text, lines=True)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+    def note(self, text: str) -> None:
+        """A remark on stderr, so that stdout stays one line per answer."""
+        print(f"manners: {safe(text)}", file=sys.stderr)
 
     def data(self, value: Any) -> None:
-        print(json.dumps(value, indent=2, ensure_ascii=False))
+        print(safe_json(value))
 
-    def table(
-        self, title: str, header: list[str], rows: list[list[str]], marks: list[bool] | None = None
-    ) -> None:
+    def fits(self, header: list[str], rows: list[list[str]]) -> bool:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        return sum(widths) + 2 * len(widths) + (3 * len(widths) + 1 if self.rich else 0) <= self.width
+
+    def table(self, title: str, header: list[str], rows: list[list[str]], marks: list[bool]) -> None:
         """A table; rows flagged in ``marks`` are highlighted (plain output: a leading '!')."""
-        marks = marks or [False] * len(rows)
+        header = [safe(h) for h in header]
+        rows = [[safe(c) for c in r] for r in rows]
         if self.rich:
             from rich.table import Table
+            from rich.text import Text
 
-            t = Table(title=title, title_justify="left", show_lines=False)
+            t = Table(title=Text(title), title_justify="left", show_lines=False)
             for h in header:
-                t.add_column(h)
+                t.add_column(Text(h), no_wrap=True)
             for row, mark in zip(rows, marks, strict=True):
-                t.add_row(*row, style="bold yellow" if mark else None)
+                t.add_row(*(Text(c) for c in row), style="bold yellow" if mark else None)
             self.console.print(t)
             return
-        print(title)
+        print(safe(title))
         cells = [header, *rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-        for n, row in enumerate(cells):
-            flag = "!" if n and marks[n - 1] else " "
-            print(flag + " " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        print()
+        lines = [
+            ("!" if n and marks[n - 1] else " ")
+            + " "
+            + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for n, row in enumerate(cells)
+        ]
+        print("\n".join(lines) + "\n")
 
 
 # -- reading robots.txt ------------------------------------------------------------------
@@ -117,14 +168,23 @@ def check_url(url: str) -> None:
         raise UsageError(f"{url}: unknown scheme {scheme!r}; manners reads robots.txt for {known} URLs")
 
 
-def read_source(where: str, profile: str | None, robot: Callable[[], Robot]) -> Source:
+def check_agent(agent: str) -> None:
+    """A name with no product token would match no group and run under '*' unnoticed."""
+    try:
+        require_token(agent)
+    except ValueError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+
+
+def read_source(where: str, profile: str | None, args: argparse.Namespace, out: Out) -> Source:
     """A robots.txt from a path, '-' (standard input) or a URL (fetched through the cache)."""
     if where == "-":
         body = sys.stdin.buffer.read()
         return Source(parse(body, profile), body, "standard input")
     if is_url(where):
         check_url(where)
-        (policy,) = policies(robot, [where])
+        (policy,) = policies(args, [where], profile).values()
+        say_where_from(policy, args, out)
         return Source(policy.robots, policy.entry.body, policy.entry.url, policy)
     path = Path(where)
     if path.is_dir():
@@ -140,76 +200,168 @@ def read_source(where: str, profile: str | None, robot: Callable[[], Robot]) -> 
     return Source(parse(body, profile), body, where)
 
 
-def policies(robot: Callable[[], Robot], urls: list[str]) -> list[Policy]:
-    """The policy for each URL's authority, through one robot and its cache."""
+def policies(args: argparse.Namespace, urls: Iterable[str], profile: str | None) -> dict[str, Policy]:
+    """The policy for each authority among ``urls`` (keyed by its robots.txt address), each
+    fetched once, all at the same time: afresh, or from the cache with ``--cached``."""
+    first: dict[str, str] = {}
+    for url in urls:
+        try:
+            first.setdefault(robots_locations(url)[0], url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        robot = Robot(args.agent, args.role, args.cache, timeout=args.timeout, profile=profile)
+    except (ValueError, CacheError) as exc:
+        raise UsageError(str(exc)) from None
 
     async def read() -> list[Policy]:
-        async with robot() as r:
-            return [await r.policy(url) for url in urls]
+        async with robot as r:
+            return await asyncio.gather(*(r.policy(url, refresh=not args.cached) for url in first.values()))
 
     try:
-        return asyncio.run(read())
+        return dict(zip(first, asyncio.run(read()), strict=True))
     except CacheError as exc:
         raise UsageError(f"{exc}; pass --cache memory to work without it") from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def make_robot(args: argparse.Namespace, profile: str | None = None) -> Callable[[], Robot]:
-    def build() -> Robot:
-        try:
-            return Robot(
-                args.agent, args.role, args.cache, timeout=args.timeout, min_delay=0, profile=profile
-            )
-        except (ValueError, CacheError) as exc:
-            raise UsageError(str(exc)) from None
-
-    return build
+def ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return f"{int(seconds)} s ago"
 
 
-def unread_note(policy: Policy) -> str:
+def unread_note(policy: Policy) -> str | None:
+    """What a robot must know first when the file was not read; None when it was."""
     e = policy.entry
+    if e.outcome == "ok":
+        return None
     what = "unreachable for now" if e.outcome == "retry" else e.outcome
-    return f"robots.txt at {e.url} is {what} ({e.status}): {e.meaning or 'see manners fetch'}"
+    note = f"robots.txt at {e.url} is {what} ({e.status}): {e.meaning or 'see manners fetch'}"
+    if policy.stale and e.good_at is not None:
+        return note + f"; answering from the copy read {ago(time.time() - e.good_at)}"
+    return note
+
+
+def blocked(policy: Policy | None) -> bool:
+    """Did the fetch fail with no copy to stand in, so that everything is disallowed?"""
+    return policy is not None and policy.entry.outcome in UNREAD and not policy.stale
+
+
+def say_where_from(policy: Policy, args: argparse.Namespace, out: Out) -> None:
+    """With --cached, how old the answer is; always, when the file was not read."""
+    note = unread_note(policy)
+    if note is not None:
+        out.note(note)
+    elif args.cached:
+        e = policy.entry
+        out.note(f"{e.url}: the cached copy read {ago(time.time() - e.fetched_at)} (--cached)")
+
+
+# -- pace --------------------------------------------------------------------------------
+
+
+def pace(
+    robots: RobotsTxt, agent: str, roles: Sequence[str], profile: str, policy: Policy | None
+) -> dict[str, Any]:
+    """How fast this robot may go, and the sitemaps: what a crawler asks after may I."""
+    delay = robots.crawl_delay(agent, roles, profile=profile)
+    rate = robots.request_rate(agent, roles, profile=profile)
+    if policy is not None:
+        spacing = policy.spacing
+    else:  # as a default Robot computes it
+        asked = [MIN_DELAY, delay or 0.0, rate[1] / rate[0] if rate else 0.0]
+        spacing = min(max(asked), MAX_DELAY)
+    return {
+        "crawl_delay": delay,
+        "request_rate": {"requests": rate[0], "seconds": rate[1]} if rate else None,
+        "check_interval": robots.check_interval(agent, roles, profile=profile),
+        "spacing": spacing,
+        "sitemaps": robots.sitemaps,
+    }
+
+
+def pace_lines(p: dict[str, Any]) -> list[str]:
+    rate = p["request_rate"]
+    asked = [
+        f"Crawl-delay {p['crawl_delay']:g} s" if p["crawl_delay"] is not None else "no Crawl-delay",
+        f"Request-rate {rate['requests']}/{rate['seconds']:g} s" if rate else "no Request-rate",
+        f"Check every {p['check_interval']:g} s" if p["check_interval"] is not None else "no Check",
+    ]
+    lines = [f"pace: {'; '.join(asked)}: a Robot keeps {p['spacing']:g} s between requests"]
+    lines += [f"sitemap: {s}" for s in p["sitemaps"]] or ["no Sitemap lines"]
+    return lines
 
 
 # -- check -------------------------------------------------------------------------------
 
 
-def cmd_check(args: argparse.Namespace, out: Out) -> int:
+def target_list(args: argparse.Namespace) -> list[str]:
+    """The URLs given: as arguments, '-' for standard input, and --urls FILE, one a line."""
+    if "-" in args.urls and args.robots == "-":
+        raise UsageError("standard input cannot hold both URLs (check -) and robots.txt (--robots -)")
+    found: list[str] = []
     for url in args.urls:
+        found += sys.stdin.read().split() if url == "-" else [url]
+    if args.url_file:
+        try:
+            found += Path(args.url_file).read_text(errors="surrogateescape").split()
+        except OSError as exc:
+            raise UsageError(f"cannot read --urls {args.url_file}: {exc.strerror}") from None
+    if not found:
+        raise UsageError("no URLs to check: give them as arguments, '-' for standard input, or --urls FILE")
+    return found
+
+
+def cmd_check(args: argparse.Namespace, out: Out) -> int:
+    check_agent(args.agent)
+    urls = target_list(args)
+    for url in urls:
         if is_url(url):
             check_url(url)
-    robot = make_robot(args, args.profile)
+    known: dict[str, tuple[RobotsTxt, Policy | None]] = {}
+    where: list[str] = []
     if args.robots:
-        fixed = read_source(args.robots, args.profile, robot)
-        found: list[tuple[RobotsTxt, Policy | None, str]] = [(fixed.robots, fixed.policy, fixed.name)] * len(
-            args.urls
-        )
+        fixed = read_source(args.robots, args.profile, args, out)
+        known[fixed.name] = (fixed.robots, fixed.policy)
+        where = [fixed.name] * len(urls)
     else:
-        for url in args.urls:
+        for url in urls:
             if not is_url(url):
                 raise UsageError(
                     f"{url!r} is no URL: give full URLs, or --robots FILE to check paths against"
                 )
-        found = [(p.robots, p, p.entry.url) for p in policies(robot, args.urls)]
-    results, unread = [], {}
-    for url, (robots, policy, name) in zip(args.urls, found, strict=True):
-        d = robots.decide(url, args.agent, args.role)
-        if policy is not None and policy.entry.outcome in UNREAD:
-            unread[policy.entry.url] = unread_note(policy)
-        results.append({"url": url, **d._asdict(), "robots": name})
+        for name, fetched in policies(args, urls, args.profile).items():
+            known[name] = (fetched.robots, fetched)
+            say_where_from(fetched, args, out)
+        where = [robots_locations(url)[0] for url in urls]
+    results = []
+    for url, name in zip(urls, where, strict=True):
+        results.append(
+            {"url": url, **known[name][0].decide(url, args.agent, args.role)._asdict(), "robots": name}
+        )
     if out.json:
-        out.data({"results": results, "unread": list(unread.values())})
+        files = []
+        for name, (robots, policy) in known.items():
+            first = next(u for u, w in zip(urls, where, strict=True) if w == name)
+            profile = args.profile or (first if is_url(first) else RFC9309.name)
+            info: dict[str, Any] = {"robots": name}
+            if policy is not None:
+                e = policy.entry
+                info |= {"outcome": e.outcome, "status": e.status, "meaning": e.meaning,
+                         "fetched_at": _when(e.fetched_at), "age": round(time.time() - e.fetched_at, 3),
+                         "stale": policy.stale, "note": unread_note(policy)}  # fmt: skip
+            files.append(info | pace(robots, args.agent, args.role, profile, policy))
+        out.data({"results": results, "robots": files})
     else:
         for r in results:
             verdict = "allowed" if r["allowed"] else "disallowed"
             why = f"line {r['line']}: {r['rule']}" if r["line"] is not None else r["reason"]
             out.line(f"{verdict:10}  {r['url']}  ({why})", "green" if r["allowed"] else "bold red")
-        for note in unread.values():
-            print(f"manners: {note}", file=sys.stderr)
-    if unread:
-        return 2
     return 0 if all(r["allowed"] for r in results) else 1
 
 
@@ -233,36 +385,75 @@ def until_star(body: bytes) -> bytes:
     star = next((g for g in robots.groups() if "*" in g.names), None)
     if star is None:
         return body
-    return "\n".join(robots.text.split("\n")[: star.lines[1]]).encode("utf-8", "surrogateescape")
+    text = robots.text
+    end = -1
+    for _ in range(star.lines[1]):  # the offset of the record's last line end, in one pass
+        end = text.find("\n", end + 1)
+        if end < 0:
+            return body
+    return text[:end].encode("utf-8", "surrogateescape")
+
+
+def matrix_of(src: Source, targets: list[str], agent: str, roles: list[str]) -> list[list[Decision]]:
+    """Each reader's decision for each target; each reading parsed once."""
+    parsed: dict[tuple[str, bool], RobotsTxt] = {}
+    for r in READERS:
+        if (r.profile, r.draft) not in parsed:
+            parsed[r.profile, r.draft] = parse(until_star(src.body) if r.draft else src.body, r.profile)
+    columns = [(parsed[r.profile, r.draft], r.roles or tuple(roles), r.profile == "gopher") for r in READERS]
+    rows = []
+    for t in targets:
+        as_path = t if is_url(t) or t.startswith("/") else "/" + t  # a Gopher selector, to the Web
+        rows.append([robots.decide(t if gopher else as_path, agent, rr) for robots, rr, gopher in columns])
+    return rows
+
+
+def rules_by_group(robots: RobotsTxt, starts: list[int]) -> tuple[list[list[tuple[int, str]]], list[str]]:
+    """The rules of each group (by its first line), and those before any group, in one pass."""
+    per: list[list[tuple[int, str]]] = [[] for _ in starts]
+    before: list[str] = []
+    for ln in robots.lines():
+        if ln.kind not in ("allow", "disallow"):
+            continue
+        n = bisect_right(starts, ln.number) - 1
+        if n < 0:
+            before.append(f"    {ln.number:>4}  {ln.key}: {ln.value}")
+        else:
+            per[n].append((ln.number, f"{ln.key}: {ln.value}"))
+    return per, before
+
+
+def verdict_cell(d: Decision) -> str:
+    return ("allow" if d.allowed else "DISALLOW") + (f" {d.line}" if d.line else "")
 
 
 def cmd_explain(args: argparse.Namespace, out: Out) -> int:
+    check_agent(args.agent)
     for url in args.urls:
         if is_url(url):
             check_url(url)
-    src = read_source(args.source, None, make_robot(args))
-    robots = src.robots
     profile = args.profile or scheme_profile(args.source, "gemini" if args.role else "rfc9309")
+    src = read_source(args.source, None, args, out)
+    if src.policy is not None and src.policy.entry.outcome != "ok" and not src.policy.stale:
+        return explain_unread(args, out, src.policy)
+    robots = src.robots
     chosen, reason = robots.applies(args.agent, args.role, profile)
     deciding = {rng for _, ranges in chosen for rng in ranges}
     groups = robots.groups(profile)
-    lines = robots.lines()
+    # a group's rules run to its end, so the rules are bisected by where each group starts
+    per_group, preamble = rules_by_group(robots, [g.lines[0] for g in groups])
     targets = list(args.urls) or sample_paths(robots)
-    readers = [
-        parse(until_star(src.body) if name == "Gopher draft" else src.body, prof) for name, prof, _ in READERS
-    ]
-    matrix = []
-    for target in targets:
-        row = [
-            r.decide(target, args.agent, roles or args.role)  # a Gemini column is its own role
-            for r, (_, _, roles) in zip(readers, READERS, strict=True)
-        ]
-        matrix.append((target, row))
+    if src.policy is not None and not args.urls and args.source not in targets:
+        targets.insert(0, args.source)  # the URL asked about is a target too
+    matrix = matrix_of(src, targets, args.agent, args.role)
+    speed = pace(robots, args.agent, args.role, profile, src.policy)
+    marks = [len({d.allowed for d in row}) > 1 for row in matrix]
 
     if out.json:
         out.data(
             {
                 "source": src.name,
+                "note": unread_note(src.policy) if src.policy else None,
                 "profile": profile,
                 "agent": args.agent,
                 "roles": args.role,
@@ -272,74 +463,76 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
                         "user_agents": [v for _, v in g.agents],
                         "virtual_agents": [v for _, v in g.virtual],
                         "applies": g.lines in deciding,
-                        "rules": [
-                            {"line": ln.number, "rule": f"{ln.key}: {ln.value}"}
-                            for ln in lines
-                            if ln.kind in ("allow", "disallow") and g.lines[0] <= ln.number <= g.lines[1]
-                        ],
+                        "rules": [{"line": n, "rule": rule} for n, rule in rules],
                     }
-                    for g in groups
+                    for g, rules in zip(groups, per_group, strict=True)
                 ],
                 "chosen": [{"who": who, "lines": [list(r) for r in ranges]} for who, ranges in chosen],
                 "reason": None if chosen else reason,
+                **speed,
                 "matrix": [
                     {
                         "target": t,
-                        "disagree": len({d.allowed for d in row}) > 1,
+                        "disagree": mark,
                         "readers": {
-                            name: {"allowed": d.allowed, "line": d.line}
-                            for (name, _, _), d in zip(READERS, row, strict=True)
+                            r.name: {"allowed": d.allowed, "line": d.line}
+                            for r, d in zip(READERS, row, strict=True)
                         },
                     }
-                    for t, row in matrix
+                    for t, row, mark in zip(targets, matrix, marks, strict=True)
                 ],
             }
         )
         return 0
 
     who = args.agent + (f" with roles {', '.join(args.role)}" if args.role else "")
-    out.line(f"{src.name}, read as {profile} for {who}", "bold")
-    out.line("")
+    text: list[tuple[str, str]] = [(f"{src.name}, read as {profile} for {who}", "bold"), ("", "")]
     if chosen:
-        out.line("These groups decide (a target must pass each):")
-        for label, ranges in chosen:
-            out.line(f"  {label}: lines {', '.join(f'{a}-{b}' for a, b in ranges)}")
+        text.append(("These groups decide (a target must pass each):", ""))
+        text += [
+            (f"  {label}: lines {', '.join(f'{a}-{b}' for a, b in ranges)}", "") for label, ranges in chosen
+        ]
     else:
-        out.line(reason)
-    out.line("")
-    for g in groups:
+        text.append((reason, ""))
+    text += [(line, "") for line in pace_lines(speed)]
+    text.append(("", ""))
+    for g, rules in zip(groups, per_group, strict=True):
         names = [f"User-agent: {v}" for _, v in g.agents] + [f"Virtual-agent: {v}" for _, v in g.virtual]
-        mark = "applies" if g.lines in deciding else "does not apply"
-        out.line(
-            f"lines {g.lines[0]}-{g.lines[1]}  {'; '.join(names)}  ({mark})",
-            "green" if g.lines in deciding else "dim",
+        applies = g.lines in deciding
+        mark = "applies" if applies else "does not apply"
+        text.append(
+            (f"lines {g.lines[0]}-{g.lines[1]}  {'; '.join(names)}  ({mark})", "green" if applies else "dim")
         )
-        for ln in lines:
-            if ln.kind in ("allow", "disallow") and g.lines[0] <= ln.number <= g.lines[1]:
-                out.line(f"    {ln.number:>4}  {ln.key}: {ln.value}")
-    preamble = [
-        ln
-        for ln in lines
-        if ln.kind in ("allow", "disallow") and (not groups or ln.number < groups[0].lines[0])
-    ]
+        text += [(f"    {n:>4}  {rule}", "") for n, rule in rules]
     if preamble:
-        out.line(
+        text.append((
             "rules before any User-agent line (RFC 9309 and Google ignore them;"
-            " Gemini reads them as '*'; Gopher applies them to everyone):"
-        )
-        for ln in preamble:
-            out.line(f"    {ln.number:>4}  {ln.key}: {ln.value}")
-    out.line("")
-    rows, marks = [], []
-    for target, row in matrix:
-        cells = [("allow" if d.allowed else "DISALLOW") + (f" {d.line}" if d.line else "") for d in row]
-        rows.append([target, *cells])
-        marks.append(len({d.allowed for d in row}) > 1)
+            " Gemini reads them as '*'; Gopher applies them to everyone):", "",
+        ))  # fmt: skip
+        text += [(line, "") for line in preamble]
+    text.append(("", ""))
+    width = max(40, out.width)
+    text = [
+        (part, style)
+        for line, style in text
+        for part in (textwrap.wrap(line, width, subsequent_indent="    ") if len(line) > width else [line])
+    ]
+    if out.rich:
+        for line, style in text:
+            out.line(line, style)
+    else:  # one write: a 25,000-rule file is 25,000 lines
+        print("\n".join(safe(line) for line, _ in text))
+
     title = (
         f"What each reader decides for {args.agent}"
         " (cell: verdict and deciding line; highlighted: readers disagree)"
     )
-    out.table(title, ["target", *(name for name, _, _ in READERS)], rows, marks)
+    header = ["target", *(r.name for r in READERS)]
+    rows = [[t, *map(verdict_cell, row)] for t, row in zip(targets, matrix, strict=True)]
+    if out.fits(header, rows):
+        out.table(title, header, rows, marks)
+    else:
+        readers_by_line(out, title, targets, matrix, marks)
     n = sum(marks)
     out.line(
         f"{n} of {len(rows)} targets read differently by different robots"
@@ -349,15 +542,75 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
+def readers_by_line(
+    out: Out, title: str, targets: list[str], matrix: list[list[Decision]], marks: list[bool]
+) -> None:
+    """The matrix for a narrow terminal: per target, one line per distinct verdict, naming
+    the readers that reach it, wrapped to the width."""
+    width = max(40, out.width)
+    lines = [*textwrap.wrap(title, width), ""]
+    for target, row, mark in zip(targets, matrix, marks, strict=True):
+        lines.append(("! " if mark else "  ") + target)
+        if not mark and len({d.line for d in row}) == 1:
+            lines.append(f"      {verdict_cell(row[0])}: every reader")
+            continue
+        by: dict[str, list[str]] = {}
+        for r, d in zip(READERS, row, strict=True):
+            by.setdefault(verdict_cell(d), []).append(r.name)
+        for cell, names in by.items():
+            lines += textwrap.wrap(
+                ", ".join(names), width, initial_indent=f"      {cell}: ", subsequent_indent=" " * 8
+            )
+    if out.rich:
+        for line in lines:
+            out.line(line, "bold yellow" if line.startswith("! ") else "")
+    else:
+        print("\n".join(safe(line) for line in lines))
+    out.line("")
+
+
+def explain_unread(args: argparse.Namespace, out: Out, policy: Policy) -> int:
+    """Nothing was read, so nothing is explained: what a robot does instead, and for which target."""
+    note = unread_note(policy) or ""
+    targets = list(args.urls) or [args.source]
+    decisions = [policy.robots.decide(t, args.agent, args.role) for t in targets]
+    if out.json:
+        e = policy.entry
+        results = [{"target": t, **d._asdict()} for t, d in zip(targets, decisions, strict=True)]
+        out.data({"source": e.url, "outcome": e.outcome, "status": e.status, "meaning": e.meaning,
+                  "note": note, "results": results})  # fmt: skip
+    else:
+        out.line(note, "bold red")
+        for t, d in zip(targets, decisions, strict=True):
+            out.line(f"{'allowed' if d.allowed else 'disallowed':10}  {t}  ({d.reason})")
+    return 0 if all(d.allowed for d in decisions) else 1
+
+
 # -- lint ------------------------------------------------------------------------------
 
 
 def cmd_lint(args: argparse.Namespace, out: Out) -> int:
     profile = args.profile or scheme_profile(args.source, "rfc9309")
-    src = read_source(args.source, profile, make_robot(args, profile))
+    src = read_source(args.source, profile, args, out)
+    if src.policy is not None and src.policy.entry.outcome != "ok" and not src.policy.stale:
+        note = unread_note(src.policy) or ""
+        e = src.policy.entry
+        if out.json:
+            out.data({"source": e.url, "profile": profile, "outcome": e.outcome, "status": e.status,
+                      "meaning": e.meaning, "note": note, "diagnostics": []})  # fmt: skip
+        else:
+            out.line(f"{note}; there is no file to lint", "bold red" if blocked(src.policy) else "yellow")
+        return 1 if blocked(src.policy) else 0
     found = src.robots.diagnostics
     if out.json:
-        out.data({"source": src.name, "profile": profile, "diagnostics": [d._asdict() for d in found]})
+        out.data(
+            {
+                "source": src.name,
+                "profile": profile,
+                "note": unread_note(src.policy) if src.policy else None,
+                "diagnostics": [d._asdict() for d in found],
+            }
+        )
     elif not found:
         out.line(f"{src.name}: no findings ({profile})", "green")
     else:
@@ -374,9 +627,11 @@ def cmd_lint(args: argparse.Namespace, out: Out) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace, out: Out) -> int:
+    check_agent(args.agent)
     check_url(args.url)
-    (policy,) = policies(make_robot(args), [args.url])
+    (policy,) = policies(args, [args.url], None).values()
     e = policy.entry
+    body = e.body.decode("utf-8", "surrogateescape") if e.outcome == "ok" or policy.stale else None
     info = {
         "robots_url": e.url,
         "source": e.source,
@@ -388,17 +643,15 @@ def cmd_fetch(args: argparse.Namespace, out: Out) -> int:
         "stale": policy.stale,
         "cache": args.cache,
         "cache_key": policy.key,
-        "body": e.body.decode("utf-8", "replace") if e.outcome == "ok" else None,
+        "fingerprint": e.fingerprint,
+        "fingerprint_changed": e.fingerprint_changed,
+        "body": body,
     }
-    if policy.stale:
-        info["body"] = e.body.decode("utf-8", "replace")
     if out.json:
         out.data(info)
     else:
-        if info["body"] is not None:
-            sys.stdout.write(
-                info["body"] if info["body"].endswith("\n") or not info["body"] else info["body"] + "\n"
-            )
+        if body is not None:
+            out.body(body)
             out.line("")
         out.line(
             f"# {e.url}: {e.outcome} (status {e.status})", "bold green" if e.outcome == "ok" else "bold red"
@@ -406,12 +659,17 @@ def cmd_fetch(args: argparse.Namespace, out: Out) -> int:
         out.line(f"# {e.meaning}")
         if e.source != e.url:
             out.line(f"# read from {e.source}")
+        if e.fingerprint:
+            out.line(f"# certificate fingerprint {e.fingerprint}")
+        if e.fingerprint_changed:
+            out.line("# warning: the certificate changed since the last fetch", "bold yellow")
+            out.note(f"{policy.key} presents a different certificate than when last fetched")
         out.line(
             f"# cache {args.cache}, key {policy.key}: fetched {info['fetched_at']},"
             f" fetched again after {info['expires_at']}"
             + (" (answering from an older copy)" if policy.stale else "")
         )
-    return 0 if e.outcome == "ok" else 2
+    return 1 if e.outcome in UNREAD else 0
 
 
 def _when(t: float) -> str:
@@ -425,17 +683,29 @@ EXAMPLES = {
   manners check https://example.org/private/page --agent mybot
   manners check gemini://example.org/log/ --role indexer --role archiver
   manners check /private /public --robots robots.txt --json
-  curl -s https://example.org/robots.txt | manners check /x --robots -""",
+  curl -s https://example.org/robots.txt | manners check /x --robots -
+  manners check - < urls.txt                  (one URL a line; also --urls urls.txt)
+  manners check https://example.org/ --cached  (answer from the cache, saying how old)
+
+exit status: 0 every URL allowed (a missing robots.txt allows everything),
+1 some disallowed (also when robots.txt could not be reached), 2 a usage error""",
     "explain": """examples:
   manners explain robots.txt
   manners explain gemini://example.org/ --agent mybot --role archiver
-  manners explain robots.txt /search /about --json""",
+  manners explain robots.txt /search /about --json
+
+exit status: 0; 1 when robots.txt could not be reached (everything is disallowed)""",
     "lint": """examples:
   manners lint robots.txt
-  manners lint gopher://example.org/ --profile gopher --json""",
+  manners lint gopher://example.org/ --profile gopher --json
+
+exit status: 0; 1 on an error-level finding or an unreachable robots.txt""",
     "fetch": """examples:
   manners fetch https://example.org/
-  manners fetch gopher://example.org/ --cache memory --json""",
+  manners fetch gopher://example.org/ --cache memory --json
+  manners fetch gemini://example.org/ --cache sqlite:///tofu.db   (remembers the certificate)
+
+exit status: 0 read or missing (everything allowed); 1 unreachable (everything disallowed)""",
 }
 
 
@@ -453,7 +723,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
         if robot:
             p.add_argument(
-                "--agent", default="*", metavar="NAME", help="the robot's product token (default: *)"
+                "--agent",
+                default="*",
+                metavar="NAME",
+                help="the robot's name: a product token such as mybot, or mybot/1.0 (default: *)",
             )
             p.add_argument(
                 "--role",
@@ -469,6 +742,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="where fetched robots.txt files are kept: memory, sqlite (default), sqlite:///FILE or redis://...",
         )
         p.add_argument("--timeout", type=float, default=30.0, help="seconds a fetch may take (default: 30)")
+        p.add_argument(
+            "--cached",
+            action="store_true",
+            help="answer from the cache when it holds a copy, and say how old it is"
+            " (default: fetch robots.txt afresh)",
+        )
 
     def source(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -481,9 +760,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES["check"],
         formatter_class=raw,
     )
-    p.add_argument("urls", nargs="+", metavar="URL", help="URLs to check (paths too, with --robots)")
     p.add_argument(
-        "--profile", choices=sorted(PROFILES), help="read robots.txt as this profile (default: by scheme)"
+        "urls",
+        nargs="*",
+        metavar="URL",
+        help="URLs to check (paths too, with --robots); '-': read them from stdin",
+    )
+    p.add_argument("--urls", dest="url_file", metavar="FILE", help="read URLs to check from FILE, one a line")
+    p.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        type=str.lower,
+        help="read robots.txt as this profile (default: by scheme)",
     )
     p.add_argument(
         "--robots",
@@ -504,7 +792,10 @@ def build_parser() -> argparse.ArgumentParser:
         "urls", nargs="*", metavar="URL", help="targets for the matrix (default: each rule's own path)"
     )
     p.add_argument(
-        "--profile", choices=sorted(PROFILES), help="the reading whose groups are shown (default: by scheme)"
+        "--profile",
+        choices=sorted(PROFILES),
+        type=str.lower,
+        help="the reading whose groups are shown (default: by scheme)",
     )
     common(p)
     p.set_defaults(func=cmd_explain)
@@ -519,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile",
         choices=sorted(PROFILES),
+        type=str.lower,
         help="judge the file as this profile (default: by scheme, else rfc9309)",
     )
     common(p)
