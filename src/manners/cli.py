@@ -184,7 +184,8 @@ def read_source(where: str, profile: str | None, args: argparse.Namespace, out: 
     if is_url(where):
         check_url(where)
         (policy,) = policies(args, [where], profile).values()
-        say_where_from(policy, args, out)
+        if policy.entry.outcome == "ok" or policy.stale:  # else the command says so first, on stdout
+            say_where_from(policy, args, out)
         return Source(policy.robots, policy.entry.body, policy.entry.url, policy)
     path = Path(where)
     if path.is_dir():
