@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -152,7 +153,11 @@ class Out:
 
 
 def is_url(text: str) -> bool:
-    return "://" in text
+    """Whether ``text`` is an absolute URL (a scheme, then "://"), not a file or a path."""
+    return _URL_START.match(text) is not None
+
+
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def scheme_profile(source: str, default: str) -> str:
@@ -402,10 +407,18 @@ def matrix_of(src: Source, targets: list[str], agent: str, roles: list[str]) -> 
         if (r.profile, r.draft) not in parsed:
             parsed[r.profile, r.draft] = parse(until_star(src.body) if r.draft else src.body, r.profile)
     columns = [(parsed[r.profile, r.draft], r.roles or tuple(roles), r.profile == "gopher") for r in READERS]
+    # Readers that choose the same groups of the same reading decide alike: ask one of them.
+    asked: dict[tuple[int, str], int] = {}
+    first = []
+    for n, (robots, rr, _) in enumerate(columns):
+        first.append(asked.setdefault((id(robots), repr(robots.applies(agent, rr))), n))
     rows = []
     for t in targets:
         as_path = t if is_url(t) or t.startswith("/") else "/" + t  # a Gopher selector, to the Web
-        rows.append([robots.decide(t if gopher else as_path, agent, rr) for robots, rr, gopher in columns])
+        row: list[Decision] = []
+        for n, (robots, rr, gopher) in enumerate(columns):
+            row.append(row[first[n]] if first[n] < n else robots.decide(t if gopher else as_path, agent, rr))
+        rows.append(row)
     return rows
 
 
