@@ -213,9 +213,25 @@ def test_explain_dollar_and_a_star_record_first(tmp_path: Path, env: dict[str, s
 
 
 def test_explain_every_smallnet_file(env: dict[str, str]) -> None:
+    """Every real small-net file, with both Gemini readings as columns of the matrix."""
     for path in sorted(SMALLNET.glob("*.txt")):
         p = manners("explain", str(path), env=env)
         assert p.returncode == 0 and "What each reader decides" in p.stdout, path.name
+        data = explain_json(path, env)
+        for row in data["matrix"]:
+            readers = row["readers"]
+            for role in ("indexer", "archiver", "researcher", "webproxy"):
+                assert f"Gemini {role}" in readers and f"Gemini-targeted {role}" in readers, path.name
+    p = manners(
+        "explain",
+        str(SMALLNET / "gemini_11_cl_robots_txt_readme_tlgs_style.txt"),
+        "/add-seed",
+        "--json",
+        env=env,
+    )
+    (row,) = json.loads(p.stdout)["matrix"]
+    assert row["readers"]["Gemini indexer"]["allowed"] is False  # '*' binds an indexer too
+    assert row["readers"]["Gemini-targeted indexer"]["allowed"] is True
 
 
 def test_explain_text_groups_rules_and_targets(robots_file: Path, env: dict[str, str]) -> None:
