@@ -1,0 +1,3 @@
+"""``manners crawl``: a polite, resumable crawler for Geminispace and Gopherspace."""
+
+from __future__ import annotations
