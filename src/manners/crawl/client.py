@@ -11,12 +11,12 @@ import asyncio
 import hashlib
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from ..fetch.gemini import _context as tls_context
 from ..fetch.locations import split_authority
 from ..fetch.net import Deadlines, NetworkError, close, connect, read_some, read_to_eof
 from ..fetch.outcome import GEMINI_HEADER_MAX, gemini_header
+from .urls import gopher_ref
 
 MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2)
 
@@ -129,23 +129,11 @@ def _peer(writer: asyncio.StreamWriter) -> str | None:
     return str(name[0]) if isinstance(name, tuple) and name else None
 
 
-def gopher_request(url: str) -> tuple[str, int, bytes]:
-    """Host, port and request bytes of a gopher:// URL (RFC 4266): selector [TAB search] CRLF."""
-    host, port = split_authority(url)
-    rest = url.split("://", 1)[1]
-    slash = rest.find("/")
-    path = rest[slash + 1 :] if slash >= 0 else ""
-    path = path.split("#", 1)[0]
-    selector = unquote(path[1:], errors="surrogateescape") if len(path) > 1 else ""
-    selector, tab, search = selector.partition("\t")
-    line = selector + (tab + search if tab else "")
-    return host, port, line.encode("utf-8", "surrogateescape") + b"\r\n"
-
-
 async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
     """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes."""
     try:
-        host, port, request = gopher_request(url)
+        ref = gopher_ref(url)
+        host, port, request = ref.host.strip("[]"), ref.port, ref.request()
     except (ValueError, UnicodeError) as exc:
         return _failed(url, b"", str(exc))
     deadlines = Deadlines.of(timeout)
