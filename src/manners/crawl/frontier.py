@@ -168,8 +168,7 @@ CREATE TABLE IF NOT EXISTS authorities (
 CREATE INDEX IF NOT EXISTS authorities_turn ON authorities (last_leased) WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_eligible ON authorities (eligible_at) WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_parked ON authorities (parked_until) WHERE parked_until > 0;
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
-INSERT OR IGNORE INTO counters VALUES ('queued', 0), ('in_flight', 0), ('done', 0);
+CREATE TABLE IF NOT EXISTS outcomes (outcome TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS fingerprints (
     host TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, first_seen REAL NOT NULL
@@ -217,11 +216,11 @@ class SQLiteFrontier:
     async def lease(self, authority: str, owner: str, ttl: float) -> Lease | None:
         def take(db: sqlite3.Connection) -> Lease | None:
             now = time.time()
-            park = db.execute(
-                "SELECT parked_until FROM authorities WHERE authority = ?", (authority,)
+            turn = db.execute(
+                "SELECT eligible_at FROM authorities WHERE authority = ?", (authority,)
             ).fetchone()
-            if park is None or park[0] > now:
-                return None
+            if turn is None or turn[0] is None or turn[0] > now:
+                return None  # nothing queued, or nothing ready yet, or parked
             row = db.execute(
                 "SELECT id, url, depth, attempts, parent, redirects FROM urls"
                 " WHERE authority = ? AND state = 'queued' AND not_before <= ?"
@@ -235,12 +234,10 @@ class SQLiteFrontier:
                 (owner, now + ttl, row[0]),
             )
             db.execute(
-                "UPDATE authorities SET queued = queued - 1, in_flight = in_flight + 1, last_leased = ?"
-                " WHERE authority = ?",
+                f"UPDATE authorities SET queued = queued - 1, in_flight = in_flight + 1, last_leased = ?,"
+                f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                 (now, authority),
             )
-            _refresh(db, authority)
-            _count(db, (QUEUED, -1), (IN_FLIGHT, 1))
             return Lease(row[1], row[2], row[3], row[4], row[5])
 
         return await self._write(take)
@@ -258,14 +255,15 @@ class SQLiteFrontier:
                     " settled_at = ? WHERE url = ?",
                     (outcome, time.time(), url),
                 )
-                column = "queued" if row[0] == QUEUED else "in_flight"
-                db.execute(
-                    f"UPDATE authorities SET {column} = {column} - 1, done = done + 1 WHERE authority = ?",
-                    (row[1],),
-                )
                 if row[0] == QUEUED:
-                    _refresh(db, row[1])
-                _count(db, (row[0], -1), (DONE, 1), ("outcome:" + outcome, 1))
+                    change = f"queued = queued - 1, eligible_at = {_ELIGIBLE}"
+                else:
+                    change = "in_flight = in_flight - 1"
+                db.execute(f"UPDATE authorities SET {change}, done = done + 1 WHERE authority = ?", (row[1],))
+                db.execute(
+                    "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
+                    (outcome,),
+                )
             if todo:
                 self._add(db, todo, depth, url, redirects)
 
@@ -282,11 +280,10 @@ class SQLiteFrontier:
                 (not_before, url),
             )
             db.execute(
-                "UPDATE authorities SET queued = queued + 1, in_flight = in_flight - 1 WHERE authority = ?",
+                f"UPDATE authorities SET queued = queued + 1, in_flight = in_flight - 1,"
+                f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                 (row[1],),
             )
-            _refresh(db, row[1])
-            _count(db, (IN_FLIGHT, -1), (QUEUED, 1))
 
         await self._write(again)
 
@@ -305,14 +302,11 @@ class SQLiteFrontier:
             )
             for name, n in per_authority:
                 db.execute(
-                    "UPDATE authorities SET queued = queued + ?, in_flight = in_flight - ?"
-                    " WHERE authority = ?",
+                    f"UPDATE authorities SET queued = queued + ?, in_flight = in_flight - ?,"
+                    f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                     (n, n, name),
                 )
-                _refresh(db, name)
-            total = sum(int(n) for _, n in per_authority)
-            _count(db, (IN_FLIGHT, -total), (QUEUED, total))
-            return total
+            return sum(int(n) for _, n in per_authority)
 
         return await self._write(back)
 
@@ -345,7 +339,7 @@ class SQLiteFrontier:
                 " park_reason = excluded.park_reason",
                 (authority, until, reason),
             )
-            _refresh(db, authority)
+            db.execute(f"UPDATE authorities SET eligible_at = {_ELIGIBLE} WHERE authority = ?", (authority,))
 
         await self._write(hold)
 
@@ -363,9 +357,15 @@ class SQLiteFrontier:
     # -- figures and memory -------------------------------------------------------------------
 
     async def counts(self) -> dict[str, int]:
-        """States under their names; outcomes under theirs (``fetched``, ``disallowed``...)."""
-        rows = self._db.execute("SELECT name, n FROM counters").fetchall()
-        return {name.removeprefix("outcome:"): int(n) for name, n in rows}
+        """States under their names; outcomes under theirs (``fetched``, ``disallowed``...).
+
+        State counts are sums over the authorities (thousands of rows at most: fine for a progress
+        display every second), so the hot path keeps one counter less to update.
+        """
+        sums = self._db.execute("SELECT sum(queued), sum(in_flight), sum(done) FROM authorities").fetchone()
+        figures = {state: int(n or 0) for state, n in zip((QUEUED, IN_FLIGHT, DONE), sums, strict=True)}
+        figures.update((name, int(n)) for name, n in self._db.execute("SELECT outcome, n FROM outcomes"))
+        return figures
 
     async def get_meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -403,14 +403,13 @@ class SQLiteFrontier:
                 added.append(url)
                 per_authority[name] = per_authority.get(name, 0) + 1
         for name, n in per_authority.items():
+            # A new URL is ready at once (not_before 0), so the authority is eligible when its park ends.
             db.execute(
-                "INSERT INTO authorities (authority, queued) VALUES (?, ?)"
-                " ON CONFLICT (authority) DO UPDATE SET queued = queued + excluded.queued",
+                "INSERT INTO authorities (authority, queued, eligible_at) VALUES (?, ?, 0)"
+                " ON CONFLICT (authority) DO UPDATE SET queued = queued + excluded.queued,"
+                " eligible_at = max(parked_until, 0)",
                 (name, n),
             )
-            _refresh(db, name)
-        if added:
-            _count(db, (QUEUED, len(added)))
         return added
 
     def _write_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -496,25 +495,12 @@ class KnownHosts(MutableMapping[str, str]):
         return int(self._frontier._db.execute("SELECT count(*) FROM fingerprints").fetchone()[0])
 
 
-def _refresh(db: sqlite3.Connection, name: str) -> None:
-    """Recompute when ``name`` next has a URL to lease: its earliest queued not_before, or its park end."""
-    row = db.execute(
-        "SELECT not_before FROM urls WHERE authority = ? AND state = 'queued' ORDER BY not_before LIMIT 1",
-        (name,),
-    ).fetchone()
-    db.execute(
-        "UPDATE authorities SET eligible_at = CASE WHEN ? IS NULL THEN NULL ELSE max(?, parked_until) END"
-        " WHERE authority = ?",
-        (None if row is None else row[0], None if row is None else row[0], name),
-    )
-
-
-def _count(db: sqlite3.Connection, *changes: tuple[str, int]) -> None:
-    for name, n in changes:
-        db.execute(
-            "INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET n = n + excluded.n",
-            (name, n),
-        )
+# When an authority next has a URL to lease: its earliest queued not_before, or its park's end
+# (NULL with nothing queued).  Used inside UPDATE authorities, after the URL rows changed.
+_ELIGIBLE = (
+    "(SELECT max(u.not_before, authorities.parked_until) FROM urls u"
+    " WHERE u.authority = authorities.authority AND u.state = 'queued' ORDER BY u.not_before LIMIT 1)"
+)
 
 
 def open_frontier(path: Path) -> SQLiteFrontier:
