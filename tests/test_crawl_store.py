@@ -143,7 +143,12 @@ def test_a_reopened_frontier_resumes_where_it_stopped(tmp_path: Path) -> None:
         assert list(await f.parked()) == [B]
         assert await f.get_meta("seeds") == '["gemini://a.example/1"]'
         assert await f.get_meta("options") is None
-        assert dict(f.known_hosts()) == {"a.example:1965": "ab" * 32}
+        hosts = f.known_hosts()
+        assert dict(hosts) == {"a.example:1965": "ab" * 32}
+        hosts["a.example:1965"] = "cd" * 32  # a changed certificate, when the crawler accepts it
+        with pytest.raises(KeyError):
+            del hosts["b.example:1965"]
+        assert len(hosts) == 1 and hosts["a.example:1965"] == "cd" * 32
 
     run(first, tmp_path)
     run(second, tmp_path / "frontier.sqlite3")
@@ -179,7 +184,7 @@ def test_ready_authorities_take_turns_and_skip_busy_ones(tmp_path: Path) -> None
             assert lease is not None
             order.append(ready[0])
             await f.done(lease.url, "fetched")
-        assert len(order) == 9
+        assert len(order) == 9 and len(set(order[:3])) == 3
         assert [set(order[i : i + 3]) for i in (0, 3, 6)] == [set(order[:3])] * 3  # round robin
         assert await f.next_ready_at() is None
 
