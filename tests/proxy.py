@@ -170,10 +170,11 @@ def logging_proxy(
         runner.writers.add(cwriter)
         swriter: asyncio.StreamWriter | None = None
         try:
-            sreader, swriter = await asyncio.wait_for(
+            sreader, upstream = await asyncio.wait_for(
                 asyncio.open_connection(*proxy.upstream), connect_timeout
             )
-            runner.writers.add(swriter)
+            swriter = upstream
+            runner.writers.add(upstream)
             pending = bytearray()
 
             def up(data: bytes) -> None:
@@ -187,7 +188,7 @@ def logging_proxy(
             def down(data: bytes) -> None:
                 conn.to_client += len(data)
 
-            await asyncio.gather(_pipe(creader, swriter, up), _pipe(sreader, cwriter, down))
+            await asyncio.gather(_pipe(creader, upstream, up), _pipe(sreader, cwriter, down))
             if proxy.gopher and conn.request is None and pending:
                 conn.request = bytes(pending).rstrip(b"\r\n")  # a request without its line end
         except (OSError, TimeoutError, asyncio.CancelledError):
