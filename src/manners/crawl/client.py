@@ -39,8 +39,8 @@ class Response:
     previous_fingerprint: str | None = None
 
 
-def _failed(url: str, request: bytes, why: str, **kw: object) -> Response:
-    return Response(url, request, b"", False, None, "", b"", why, None, None, **kw)  # type: ignore[arg-type]
+def _failed(url: str, request: bytes, why: str, fingerprint: str | None = None) -> Response:
+    return Response(url, request, b"", False, None, "", b"", why, fingerprint, None)
 
 
 async def gemini_get(
