@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import __version__
 from ..agents import require_token
 from ..robot import Robot, RobotDecision
 from . import gemtext, gophermap, meaning, urls
@@ -185,6 +186,7 @@ class Crawler:
         self.owner = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self.stats = Stats()
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()  # a worker ended or new URLs were queued: the dispatcher looks again
         self._opened = False
         self._counted = 0.0
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
@@ -210,7 +212,10 @@ class Crawler:
             options["max_policies"] = self.max_policies
         self.robot = Robot(self.agent, self.roles, self.cache, **options)
         self.pages = PageLog(self.out / "pages.jsonl")
-        self.warc = WarcWriter(self.out / "warc") if self.warc_enabled else None
+        # flushed, not fsynced, per record: a killed process loses nothing (the kernel has it), as
+        # with pages.jsonl and the frontier (WAL, synchronous=NORMAL); fsync on close
+        info = {"software": f"manners/{__version__}", "robot": self.agent, "roles": " ".join(self.roles)}
+        self.warc = WarcWriter(self.out / "warc", info=info, fsync=False) if self.warc_enabled else None
         self.known_hosts = self.frontier.known_hosts()
         self.recovered = await self.frontier.recover(None)  # a previous run's leases: queued again
         self._opened = True
@@ -231,6 +236,7 @@ class Crawler:
         """Finish the requests in flight, return the rest to the queue, and end the crawl."""
         self.stats.stopped = True
         self._stop.set()
+        self._wake.set()
 
     # -- the crawl ----------------------------------------------------------------------
 
@@ -289,7 +295,7 @@ class Crawler:
                     for auth in ready:
                         task = asyncio.ensure_future(self._work(auth))
                         active[auth] = task
-                        task.add_done_callback(lambda _, a=auth: active.pop(a, None))  # type: ignore[misc]
+                        task.add_done_callback(lambda _, a=auth: self._ended(active, a))  # type: ignore[misc]
                 self.stats.hosts_active = len(active)
                 pause = 0.1
                 if not active:
@@ -300,7 +306,8 @@ class Crawler:
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), pause)
+                    await asyncio.wait_for(self._wake.wait(), pause)
+                self._wake.clear()
             self.stats.completed = not self._stop.is_set()
         finally:
             if self._stop.is_set():  # let requests in flight end, briefly
@@ -310,6 +317,10 @@ class Crawler:
             await self._refresh_counts()
             if self._queue.empty():
                 self._queue.put_nowait(None)
+
+    def _ended(self, active: dict[str, asyncio.Task[None]], auth: str) -> None:
+        active.pop(auth, None)
+        self._wake.set()
 
     async def _drain(self, active: dict[str, asyncio.Task[None]], grace: float | None) -> None:
         tasks = list(active.values())
@@ -569,7 +580,10 @@ class Crawler:
         """pages.jsonl, then the frontier (with the links, in one transaction): a kill between the
         two re-fetches this page only."""
         self.pages.write(page.record())
+        links = list(links)
         await self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects)
+        if links:
+            self._wake.set()
         if page.outcome in ("fetched", "redirect", "error"):
             self._settled_requests += 1
         await self._emit(page)
