@@ -191,6 +191,7 @@ class Crawler:
         self._counted = 0.0
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
         self._cert_logged: set[str] = set()
+        self._asked: dict[str, tuple[float, float]] = {}  # authority -> (robots.txt read at, spacing asked)
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -384,7 +385,11 @@ class Crawler:
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
             return True
         policy = await self.robot.policy(url)
-        asked = _asked_spacing(policy.robots, self.agent, self.roles)
+        known = self._asked.get(auth)
+        if known is None or known[0] != policy.entry.fetched_at:  # once per robots.txt read, not per URL
+            asked_now = _asked_spacing(policy.robots, self.agent, self.roles)
+            known = self._asked[auth] = (policy.entry.fetched_at, asked_now)
+        asked = known[1]
         if asked > self.max_delay:
             why = f"robots.txt asks for {asked:g} s between requests"
             why += f", more than --max-delay {self.max_delay:g} s"
