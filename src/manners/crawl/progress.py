@@ -58,7 +58,7 @@ def describe(page: Page) -> str:
     if page.outcome in ("error", "skipped"):
         return f"{page.outcome:<10}  {safe(page.url)}  ({safe(page.reason)})"
     what = page.mime or (f"type {page.item_type}" if page.item_type else "")
-    title = f"  {safe(page.title, 60)!r}" if page.title else ""
+    title = f"  “{safe(page.title, 60)}”" if page.title else ""
     return f"fetched     {safe(page.url)}  {what} {size(page.bytes)}{title}"
 
 
