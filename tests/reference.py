@@ -4,8 +4,8 @@ Google's own position-set matcher, every rule tried.  Slow and obviously right."
 from __future__ import annotations
 
 import manners
+from manners.agents import agent_token, product_token
 from manners.match import google_escape, google_path, gopher_selectors, normalise, url_path
-from manners.agents import agent_token
 
 
 def matches(path: str, pattern: str, wildcards: bool, anchor: bool) -> bool:
@@ -59,30 +59,40 @@ def allowed(robots: manners.RobotsTxt, profile: manners.Profile, target: str, ag
             else:
                 current["rules"].append(line)
                 seen_rule = True
+        elif line.kind in ("crawl-delay", "request-rate", "check") and profile.fields_end_groups:
+            seen_rule = current is not None
+            if current is None:
+                preamble.append(line)  # counts for "is there a preamble", matches nothing
 
     def rules_of(gs: list[dict]) -> list:
         return [r for g in gs for r in g["rules"]]
 
+    preamble_rules = [r for r in preamble if r.kind in ("allow", "disallow")]
     sets: list[list] = []
-    own = [g for g in groups if agent.lower() in g["names"] and agent not in ("", "*")]
+    token = agent.lower() if profile.agent == "exact" else product_token(agent)
+    own = [g for g in groups if token in g["names"] and token not in (None, "", "*")]
     if own:
         sets = [rules_of(own)]
+    role_sets = []
     if not sets and profile.virtual_agents and roles:
         for role in dict.fromkeys(r.lower() for r in roles):
             gs = [g for g in groups if role in g["names"] or role in g["virtual"]]
             if role and role != "*" and gs:
-                sets.append(rules_of(gs))
-        if not sets:
-            gs = [g for g in groups if "*" in g["virtual"]]
-            if gs:
-                sets = [rules_of(gs)]
+                role_sets.append(rules_of(gs))
+        vstar = [g for g in groups if "*" in g["virtual"]]
+        if profile.roles == "targeted":
+            sets = role_sets or ([rules_of(vstar)] if vstar else [])
+        else:
+            role_sets += [rules_of(vstar)] if vstar else []
     if not sets:
         gs = [g for g in groups if "*" in g["names"]]
-        extra = preamble if profile.preamble == "star" else []
-        if gs or extra:
+        extra = preamble_rules if profile.preamble == "star" and preamble else []
+        if gs or (profile.preamble == "star" and preamble):
             sets = [extra + rules_of(gs)]
+        if profile.roles == "combined":
+            sets += role_sets
     if profile.preamble == "everyone" and preamble:
-        sets = [preamble + s for s in sets] or [preamble]
+        sets = [preamble_rules + s for s in sets] or [preamble_rules]
 
     paths = subjects(profile, target)
     if any(p in profile.always_allowed for p in paths):

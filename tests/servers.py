@@ -482,8 +482,9 @@ iconmapping = {{'h': 'text.gif', '0': 'text.gif', '1': 'folder.gif', 'i': 'blank
 
 
 @contextmanager
-def jetforce(root: Path) -> Iterator[int]:
-    """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost``. Yields the port.
+def jetforce(root: Path, port: int | None = None) -> Iterator[int]:
+    """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost`` on ``port``
+    (default: a free one). Yields the port; start it again on that port to play a new certificate.
 
     Request URLs must name ``localhost`` (no port, or this port): any other host, including
     127.0.0.1, gets ``53``. The certificate is a throw-away self-signed one for CN=localhost,
@@ -492,7 +493,7 @@ def jetforce(root: Path) -> Iterator[int]:
     exe = _executable("jetforce")
     with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        port = free_port()
+        port = port or free_port()
         cmd = [exe, "--host", HOST, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
         with _serve("jetforce", cmd, [port], work, env=env):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -61,8 +62,25 @@ def test_groups_merge_and_agents_share_groups() -> None:
 
 
 def test_unknown_fields_never_end_a_group() -> None:
-    robots = manners.parse("User-agent: a\nCrawl-delay: 5\nFoo: bar\nUser-agent: b\nDisallow: /\n")
+    robots = manners.parse("User-agent: a\nFoo: bar\nUser-agent: b\nDisallow: /\n")
     assert not robots.allowed("/x", "a")
+
+
+@pytest.mark.parametrize("field", ["Crawl-delay: 60", "crawl-delay 60", "Request-rate: 1/60", "Check: 60"])
+def test_crawl_delay_request_rate_and_check_end_an_agent_run(field: str) -> None:
+    """Issue 10 item 2: 'User-agent: A / Crawl-delay / User-agent: B / ...' is two groups (as
+    urllib.robotparser, Protego and the file's author read it), except under google."""
+    text = f"User-agent: slurp\n{field}\nUser-agent: *\nCrawl-delay: 1\nDisallow: /cgi-bin/\n"
+    for profile in ("rfc9309", "gemini", "gemini-targeted", "gopher"):
+        robots = manners.parse(text, profile)
+        assert robots.crawl_delay("otherbot") == 1.0
+        assert robots.allowed("/x", "otherbot") and not robots.allowed("/cgi-bin/x", "otherbot")
+        assert robots.allowed("/cgi-bin/x", "slurp")  # slurp's group has no rules
+        assert robots.request_rate("otherbot") is None
+    assert [g.lines for g in manners.parse(text).groups()] == [(1, 2), (3, 5)]
+    google = manners.parse(text, "google")  # Google groups by rules only: one group
+    assert not google.allowed("/cgi-bin/x", "slurp")
+    assert [g.lines for g in google.groups("google")] == [(1, 5)]
 
 
 def test_rules_before_any_agent_are_ignored_on_the_web() -> None:
@@ -74,8 +92,32 @@ def test_rules_before_any_agent_are_ignored_on_the_web() -> None:
 def test_agent_is_a_product_token() -> None:
     robots = manners.parse("User-agent: Googlebot/2.1 (+http://www.google.com/bot.html)\nDisallow: /\n")
     assert not robots.allowed("/x", "googlebot")
-    assert robots.allowed("/x", "Googlebot/2.1")  # not a product token: names no group
+    assert not robots.allowed("/x", "Googlebot/2.1")  # the caller's product token is googlebot
     assert "agent-token" in {d.code for d in robots.diagnostics}
+    google = manners.parse(robots.text, "google")  # Google: the caller passes a token
+    assert google.allowed("/x", "Googlebot/2.1") and not google.allowed("/x", "googlebot")
+
+
+@pytest.mark.parametrize(
+    "agent", ["mybot/1.0 (+http://x)", " mybot ", "MyBot", "mybot;compatible", "mybot(x)", "mybot\t2"]
+)
+@pytest.mark.parametrize("profile", ["rfc9309", "gemini", "gemini-targeted", "gopher", "1994"])
+def test_a_full_user_agent_header_names_its_product_token(agent: str, profile: str) -> None:
+    """Issue 10 item 1: every Scrapy user passes the whole header."""
+    robots = manners.parse("User-agent: mybot\nDisallow: /\n\nUser-agent: *\nDisallow: /cgi-bin\n", profile)
+    target = {"gemini": "gemini://h/a", "gopher": "gopher://h/0/a"}.get(profile.split("-")[0], "http://h/a")
+    assert not robots.allowed(target, agent)
+    assert robots.decide(target, agent).line == 2
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "gemini", "gopher", "1994", "google"])
+def test_a_name_that_is_no_token_matches_no_named_group(profile: str) -> None:
+    """AB42bot (digits) names no group, as Google's parser and its suite have it: '*' decides."""
+    robots = manners.parse("User-agent: AB42bot\nDisallow: /\n\nUser-agent: *\nAllow: /\n", profile)
+    assert robots.allowed("/a", "AB42bot")
+    assert robots.allowed("/a", "42")
+    if profile != "1994":  # 1994 compares the record's whole name, "ab42bot"
+        assert not robots.allowed("/a", "AB")  # the file's line names the token "ab"
 
 
 def test_longest_match_and_allow_on_ties() -> None:
@@ -209,6 +251,72 @@ def test_binary_served_as_robots_txt() -> None:
     robots = manners.parse(bytes(range(256)) * 8)
     assert robots.allowed("/x")
     assert "binary" in {d.code for d in robots.diagnostics}
+
+
+SOFT_404 = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>404 Not Found</title>
+  <link rel="stylesheet" href="/style.css">
+</head>
+<body>
+  <header><nav><a href="/">Home</a> | <a href="/about">About</a></nav></header>
+  <main>
+    <h1>Page not found</h1>
+    <p>Sorry: the page you asked for is not here.</p>
+    <p>Try the <a href="/search">search</a> page.</p>
+  </main>
+  <footer>Copyright 2026</footer>
+</body>
+</html>
+"""
+
+
+def test_a_soft_404_page_is_one_error() -> None:
+    """Issue 10: "an HTML page, not a robots.txt", not an error and 17 warnings."""
+    found = manners.parse(SOFT_404).diagnostics
+    assert [(d.line, d.severity, d.code) for d in found] == [(1, "error", "html")]
+    assert "HTML page, not a robots.txt" in found[0].message
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_binary_is_binary_not_html(seed: int) -> None:
+    data = random.Random(seed).randbytes(2000)
+    assert [(d.severity, d.code) for d in manners.parse(data).diagnostics] == [("error", "binary")]
+
+
+def test_a_control_character_in_a_real_file_is_a_warning_not_binary() -> None:
+    found = manners.parse(b"User-agent: *\nDisallow: /\x1b]0;TITLE\x07\n").diagnostics
+    assert [(d.line, d.code) for d in found] == [(2, "control-character")]
+
+
+def test_library_inputs_get_clear_errors() -> None:
+    """Issue 10, "Library inputs": never an unrelated traceback."""
+    robots = manners.parse("User-agent: *\nDisallow: /private\n")
+    with pytest.raises(TypeError, match="target must be a URL or a path"):
+        robots.allowed(b"/private")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="target must be a URL or a path"):
+        robots.decide(b"/private")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="agent must be a str"):
+        robots.allowed("/private", agent=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="agent must be a str"):
+        robots.crawl_delay(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="roles must be names"):
+        robots.allowed("/private", roles=[None])  # type: ignore[list-item]
+    for target in ("example.org/x", "private", "", "*"):
+        with pytest.raises(ValueError, match="neither a URL"):
+            robots.allowed(target)
+        with pytest.raises(ValueError, match="neither a URL"):
+            manners.parse("").allowed(target)  # no rule needed to answer: still an error
+    assert manners.parse("", "gopher").allowed("about.txt")  # a Gopher target is a raw selector
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="max_bytes"):
+            manners.parse("", max_bytes=bad)
+    for name in ("RFC9309", "Gemini", "GEMINI-TARGETED", "Google"):
+        assert manners.parse("", profile=name).profile is manners.PROFILES[name.lower()]
+    assert not manners.parse("User-agent: *\nDisallow: /\n", "RFC9309").allowed("/x")
+    assert robots.crawl_delay(profile="Gemini") is None
 
 
 def test_bad_arguments_get_clear_errors() -> None:

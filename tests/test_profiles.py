@@ -51,12 +51,20 @@ def test_gemini_lowercase_agent_without_space() -> None:
     assert robots.allowed("gemini://station.martinrue.com/public")
 
 
-def test_gemini_role_group_replaces_star_group() -> None:
+def test_gemini_roles_do_not_escape_the_star_group() -> None:
+    """Issue 10 item 4: the companion spec says bots "should still respect robots.txt
+    directives aimed at a User-agent of *": an indexer may not hit /add-seed on gemini_11."""
     robots = smallnet("gemini_11_cl_robots_txt_readme_tlgs_style.txt")
-    assert not robots.allowed("gemini://tlgs.one/search", roles=["indexer"])
-    assert robots.allowed("gemini://tlgs.one/add-seed", roles=["indexer"])
+    for path in ("/search", "/add-seed", "/v/search", "/backlinks"):
+        assert not robots.allowed(f"gemini://tlgs.one{path}", roles=["indexer"])
+    assert robots.allowed("gemini://tlgs.one/v/x", roles=["indexer"])
+    d = robots.decide("gemini://tlgs.one/add-seed", roles=["indexer"])
+    assert (d.line, d.rule) == (9, "Disallow: /add-seed") and "user-agent *" in d.reason
+    assert robots.allowed("gemini://tlgs.one/backlinks")  # only the roles' groups say no
     assert not robots.allowed("gemini://tlgs.one/add-seed")
-    assert robots.allowed("gemini://tlgs.one/search")
+    targeted = smallnet("gemini_11_cl_robots_txt_readme_tlgs_style.txt", "gemini-targeted")
+    assert targeted.allowed("gemini://tlgs.one/add-seed", roles=["indexer"])  # the list proposal's reading
+    assert not targeted.allowed("gemini://tlgs.one/backlinks", roles=["indexer"])
 
 
 def test_gemini_several_roles_take_the_most_restrictive_combination() -> None:
@@ -64,14 +72,30 @@ def test_gemini_several_roles_take_the_most_restrictive_combination() -> None:
     both = ["archiver", "indexer"]
     assert not robots.allowed("gemini://x/private/a", roles=both)  # archiver says no
     assert not robots.allowed("gemini://x/drafts/a", roles=both)  # indexer says no
-    assert robots.allowed("gemini://x/cgi-bin/a", roles=both)  # only the * group says no
+    assert not robots.allowed("gemini://x/cgi-bin/a", roles=both)  # the * group says no, too
     d = robots.decide("gemini://x/drafts/a", roles=both)
     assert (d.line, d.rule) == (5, "Disallow: /drafts/")
     assert "indexer" in d.reason
     assert robots.allowed("gemini://x/private/a", roles=["researcher"])  # empty Disallow
+    assert not robots.allowed("gemini://x/cgi-bin/a", roles=["researcher"])  # but * still counts
     assert not robots.allowed("gemini://x/", roles=["webproxy"])
     assert not robots.allowed("gemini://x/cgi-bin/a")
     assert robots.allowed("gemini://x/private/a")
+    targeted = smallnet("gemini_12_tutorial_all_virtual_agents.txt", "gemini-targeted")
+    assert targeted.allowed("gemini://x/cgi-bin/a", roles=both)  # only the role groups decide
+    assert not targeted.allowed("gemini://x/drafts/a", roles=both)
+
+
+def test_gemini_own_group_decides_alone() -> None:
+    """(a) of the new default: a group naming the robot's product token is the universal way
+    to let one robot in, roles and the star notwithstanding."""
+    text = (
+        "User-agent: *\nDisallow: /\n\nVirtual-agent: indexer\nDisallow: /\n\nUser-agent: friend\nDisallow:\n"
+    )
+    for profile in ("gemini", "gemini-targeted"):
+        robots = manners.parse(text, profile)
+        assert robots.allowed("gemini://x/a", "friend/2.0", ["indexer"])
+        assert not robots.allowed("gemini://x/a", "stranger", ["indexer"])
 
 
 def test_gemini_wildcards_per_role() -> None:
@@ -102,7 +126,7 @@ PROPOSAL = SPC[SPC.index("User-agent: GUS") : SPC.index("-spc")]
 
 
 def test_gemini_list_proposal_example() -> None:
-    robots = manners.parse(PROPOSAL, profile="gemini")
+    robots = manners.parse(PROPOSAL, profile="gemini-targeted")  # the proposal's own reading
     for who in ({"agent": "GUS"}, {"agent": "other", "roles": ["indexer"]}):
         assert robots.allowed("gemini://x/private/butpublic", **who)  # type: ignore[arg-type]
         assert not robots.allowed("gemini://x/private/other", **who)  # type: ignore[arg-type]
@@ -111,6 +135,29 @@ def test_gemini_list_proposal_example() -> None:
     assert not robots.allowed("gemini://x/private/a", roles=["feed"])
     assert robots.crawl_delay() == 20
     assert robots.check_interval() is None
+    assert robots.check_interval("gus") is None  # the feed group's Check is not GUS's
+
+    cautious = manners.parse(PROPOSAL, profile="gemini")  # the indexer also obeys '*' now
+    assert not cautious.allowed("gemini://x/private/butpublic", "other", ["indexer"])
+    assert cautious.allowed("gemini://x/private/butpublic", "GUS")  # its own group, alone
+    assert cautious.crawl_delay("other", ["indexer"]) == 20  # the largest of '*' and indexer
+
+
+def test_fields_without_target_take_the_profile_or_a_urls_scheme() -> None:
+    """Issue 10 item 3: crawl_delay, request_rate and check_interval read the file under the
+    profile asked for, or the one a URL's scheme picks, not rfc9309 whatever the server."""
+    auto = manners.parse(PROPOSAL)
+    assert auto.check_interval("gus", profile="gemini") is None
+    assert auto.check_interval("gus", profile="gemini://x/") is None
+    assert auto.check_interval("gus") == 21600  # rfc9309 ignores Virtual-agent lines: one group
+    assert auto.check_interval("x", ["feed"], profile="gemini://x/") == 21600
+    assert auto.crawl_delay("gus", profile="GEMINI") == 10  # names are case-insensitive
+    capsule = manners.parse("Disallow: /private\nCrawl-delay: 4\n")  # no User-agent line
+    assert capsule.crawl_delay("mybot", profile="gemini://x/") == 4
+    assert capsule.crawl_delay("mybot", profile="gopher://x/") == 4
+    assert capsule.crawl_delay("mybot", profile="https://x/") is None
+    only = manners.parse("Crawl-delay: 4\n")  # a field alone still makes the implicit '*' group
+    assert only.crawl_delay("mybot", profile="gemini") == 4
 
 
 def test_gemini_virtual_agent_star_and_order_of_choice() -> None:
@@ -121,15 +168,25 @@ def test_gemini_virtual_agent_star_and_order_of_choice() -> None:
         "User-agent: mybot\nDisallow: /mine\n"
     )
     robots = manners.parse(text, profile="gemini")
-    assert not robots.allowed("/mine", "mybot", ["archiver"])  # (1) the robot's own group
+    assert not robots.allowed("/mine", "mybot", ["archiver"])  # (a) the robot's own group, alone
     assert robots.allowed("/archiver", "mybot", ["archiver"])
-    assert not robots.allowed("/archiver", "other", ["archiver"])  # (2) its role's group
-    assert robots.allowed("/virtual", "other", ["archiver"])
-    assert not robots.allowed("/virtual", "other", ["indexer"])  # (3) Virtual-agent: *
-    assert robots.allowed("/star", "other", ["indexer"])
-    assert not robots.allowed("/star", "other")  # (4) User-agent: *
+    assert robots.allowed("/star", "mybot", ["archiver"])
+    for path in ("/archiver", "/virtual", "/star"):  # (b) all of them together
+        assert not robots.allowed(path, "other", ["archiver"])
+    assert not robots.allowed("/virtual", "other", ["indexer"])
+    assert robots.allowed("/archiver", "other", ["indexer"])
+    assert not robots.allowed("/star", "other")
+    assert robots.allowed("/virtual", "other")  # Virtual-agent: * is for robots with a role
     assert robots.crawl_delay("other", ["archiver", "indexer"]) == 7
     assert robots.crawl_delay("other", ["indexer"]) == 3
+
+    targeted = manners.parse(text, profile="gemini-targeted")  # the most targeted block wins
+    assert not targeted.allowed("/archiver", "other", ["archiver"])  # its role's group
+    assert targeted.allowed("/virtual", "other", ["archiver"])
+    assert not targeted.allowed("/virtual", "other", ["indexer"])  # then Virtual-agent: *
+    assert targeted.allowed("/star", "other", ["indexer"])
+    assert not targeted.allowed("/star", "other")  # then User-agent: *
+    assert targeted.crawl_delay("other", ["archiver", "indexer"]) == 7
 
 
 def test_gemini_combination_crawl_delay_is_the_largest() -> None:
@@ -300,3 +357,20 @@ def test_smallnet_files_parse_under_every_profile(path, profile: str) -> None:
                 assert d.rule is not None
                 assert d.rule.split(":")[0] in ("Allow", "Disallow")
     assert all(d.code for d in robots.diagnostics)
+
+
+def test_lint_warns_where_the_two_gemini_readings_differ() -> None:
+    """A role group with an empty Disallow under a 'Disallow: /' star group: the archiver may
+    fetch everything only if the most targeted group decides alone."""
+    text = "User-agent: *\nDisallow: /\n\nUser-agent: archiver\nDisallow:\n"
+    found = [d for d in manners.parse(text, "gemini").diagnostics if d.code == "gemini-readings"]
+    assert [(d.line, d.severity) for d in found] == [(4, "warning")]
+    assert "archiver" in found[0].message and "line 2" in found[0].message
+    assert any(d.code == "gemini-readings" for d in manners.parse(text, "gemini-targeted").diagnostics)
+    assert not any(d.code == "gemini-readings" for d in manners.parse(text, "rfc9309").diagnostics)
+    agree = (
+        "User-agent: *\nDisallow: /cgi-bin/\n\nVirtual-agent: archiver\nDisallow: /cgi-bin/\nDisallow: /x\n"
+    )
+    assert not any(d.code == "gemini-readings" for d in manners.parse(agree, "gemini").diagnostics)
+    real = smallnet("gemini_11_cl_robots_txt_readme_tlgs_style.txt", "gemini").diagnostics
+    assert {d.line for d in real if d.code == "gemini-readings"} == {1, 2, 3}  # /add-seed

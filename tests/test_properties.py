@@ -3,6 +3,7 @@ index, one-pass first answer, bucketed index) agree with the naive reference rea
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,15 +95,16 @@ def test_web_profiles_agree_with_the_reference(text: str, path: str, agent: str,
 @given(
     robots_files,
     paths,
-    st.sampled_from(["FooBot", "other"]),
+    st.sampled_from(["FooBot", "other", "FooBot/1.0 (+http://x)", "AB42bot"]),
     st.sampled_from([(), ("indexer",), ("archiver", "indexer"), ("webproxy",)]),
-    st.sampled_from(["gemini", "gopher"]),
+    st.sampled_from(["gemini", "gemini-targeted", "gopher", "rfc9309"]),
 )
 def test_smallnet_profiles_agree_with_the_reference(
     text: str, path: str, agent: str, roles, profile: str
 ) -> None:
     prof = manners.PROFILES[profile]
-    target = f"gemini://example.com{path}" if profile == "gemini" else f"gopher://example.com/1{path}"
+    scheme = {"gemini": "gemini://example.com", "gopher": "gopher://example.com/1"}
+    target = scheme.get(profile.split("-")[0], "https://example.com") + path
     expected = reference.allowed(manners.parse(text, profile=profile), prof, target, agent, roles)
     robots = manners.parse(text, profile=profile)
     assert robots.allowed(target, agent, roles) is expected
@@ -114,6 +116,10 @@ def test_smallnet_profiles_agree_with_the_reference(
 @given(st.binary(max_size=600), st.text(max_size=40), st.sampled_from(sorted(manners.PROFILES)))
 def test_any_bytes_parse_and_answer(data: bytes, target: str, profile: str) -> None:
     robots = manners.parse(data, profile=profile)
+    if profile not in ("google", "gopher") and not target.startswith("/"):
+        with pytest.raises(ValueError, match="neither a URL"):  # example.org/x names no path
+            robots.allowed(target)
+        target = "/" + target
     assert isinstance(robots.allowed(target, "FooBot", ["indexer"]), bool)
     d = robots.decide(target, "FooBot", ["indexer"])
     assert isinstance(d.reason, str) and d.reason
@@ -129,6 +135,7 @@ def test_any_bytes_parse_and_answer(data: bytes, target: str, profile: str) -> N
 @given(st.text(max_size=600), st.text(max_size=40))
 def test_any_text_parses(text: str, target: str) -> None:
     robots = manners.parse(text)
+    target = "/" + target
     assert isinstance(robots.allowed(target), bool)
     assert all(d.code for d in robots.diagnostics)
     assert all(g.lines[0] <= g.lines[1] for g in robots.groups())

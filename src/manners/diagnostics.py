@@ -26,7 +26,7 @@ _CANONICAL = {
 }
 _KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
 _HTML = re.compile(r"<\s*(!doctype|html|head|body|title|meta|script|div|p|a)\b", re.IGNORECASE)
-_BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\udc80-\udcff]")  # C0 but tab, LF, VT, FF, CR; DEL; bad bytes
 _NUMBER = re.compile(r"\d+(\.\d+)?$")
 
 
@@ -63,17 +63,21 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             "long-line",
             f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored",
         )
+    # A file that is not a robots.txt at all is one finding, not one per line of it.
     head = text[1:4097]
+    odd = len(_CONTROL.findall(head))
+    if "\x00" in head or odd > max(4, len(head) // 20):
+        return [Diagnostic(1, "error", "binary", "this looks like a binary file, not a robots.txt")]
     if _HTML.search(head) and not any(split_line(x) for x in head.split("\n")[:3] if "<" not in x):
-        add(1, "error", "html", "this looks like an HTML page, not a robots.txt")
-    if _BINARY.search(head):
-        add(1, "error", "binary", "this looks like a binary file, not a robots.txt")
+        return [Diagnostic(1, "error", "html", "an HTML page, not a robots.txt (a soft 404?)")]
 
     seen_agent = False
     seen_rule_after_agent = False
     group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
     star_record_at: int | None = None
     for number, raw in enumerate(text[1:].split("\n"), 1):
+        if _CONTROL.search(raw):
+            add(number, "warning", "control-character", "control characters or undecodable bytes in the line")
         kv = split_line(raw)
         if kv is None:
             stripped = raw.split("#", 1)[0].strip(" \t\v\f\r")
@@ -164,7 +168,50 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
+    if profile.virtual_agents and profile.target != "selector":
+        out += _gemini_readings(robots)
     return out
+
+
+def _gemini_readings(robots: RobotsTxt) -> list[Diagnostic]:
+    """Where a robot acting in a role reads the file differently under the two Gemini readings:
+    every applicable group together (gemini) or only the most targeted one (gemini-targeted)."""
+    from .profiles import GEMINI, GEMINI_TARGETED
+    from .robots import Diagnostic, RobotsTxt
+
+    cautious, targeted = RobotsTxt(robots._prepared, GEMINI), RobotsTxt(robots._prepared, GEMINI_TARGETED)
+    roles: dict[str, int] = {}  # role -> line of the first group naming it
+    for g in cautious.groups():
+        for line, value in g.agents + g.virtual:
+            name = value.split(None, 1)[0].lower() if value.strip() else ""
+            is_role = (line, value) in g.virtual or name in VIRTUAL_AGENTS
+            if is_role and name not in roles and name != "*":
+                roles[name] = line
+    if not roles:
+        return []
+    targets = dict.fromkeys(["/"])
+    for rule in cautious.lines():
+        if rule.kind in ("allow", "disallow") and rule.value:
+            targets[rule.value.replace("*", "x").removesuffix("$") or "/"] = None
+    out = []
+    for role, line in roles.items():
+        for target in targets:
+            url = "gemini://host" + (target if target.startswith("/") else "/" + target)
+            a, b = cautious.decide(url, "*", (role,)), targeted.decide(url, "*", (role,))
+            if a.allowed != b.allowed:
+                why = f"line {a.line}" if a.line else a.reason
+                may = ("may" if b.allowed else "may not", "may" if a.allowed else "may not")
+                message = (
+                    f"a robot acting as {role} {may[0]} fetch {target!r} if only the most targeted group"
+                    f" decides (gemini-targeted), but {may[1]} when it also obeys every group that applies"
+                    f" (gemini, {why}); say what you mean in the {role} group"
+                )
+                out.append(Diagnostic(line, "warning", "gemini-readings", message))
+                break
+    return out
+
+
+VIRTUAL_AGENTS = ("archiver", "indexer", "researcher", "webproxy")  # the companion spec's
 
 
 def _shadowing(

@@ -127,12 +127,19 @@ def google_escape(s: str) -> str:
 
 
 def url_path(target: str) -> str:
-    """Path and query of a URL (fragment dropped); a bare path is taken as a path."""
+    """Path and query of a URL (fragment dropped); a bare path is taken as a path.
+
+    ValueError for anything else: ``example.org/x`` names no path of any server.
+    """
     m = _URL.match(target)
-    path = m[1] if m is not None else target.split("#", 1)[0]
-    if not path.startswith("/"):
-        path = "/" + path
-    return path
+    if m is not None:
+        path = m[1]
+        return path if path[:1] == "/" else "/" + path
+    if target[:1] != "/":
+        raise ValueError(
+            f"{target[:80]!r} is neither a URL (scheme://host/path) nor a path starting with '/'"
+        )
+    return target.split("#", 1)[0]
 
 
 _SCHEME_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?;#]*")

@@ -68,6 +68,12 @@ AGENT_LINE = _line_re(USER_AGENT_KEYS + VIRTUAL_AGENT_KEYS)
 #: groups: key, plain value, beginning and rest of another value, value of a line with no colon
 RULE_LINE = _line_re(ALLOW_KEYS + DISALLOW_KEYS, plain=True)
 SITEMAP_LINE = _line_re(SITEMAP_KEYS)
+#: Crawl-delay, Request-rate and Check lines, whose keys are matched whole (see classify)
+FIELD_LINE = re.compile(
+    rf"\n{_WS}*(?:{'|'.join(re.escape(k) for k in OTHER_KEYS)})"
+    rf"(?:{_WS}*:|[ \t]+[^ \t:#\r\n]+{_WS}*(?=[#\r\n]|\Z))",
+    re.ASCII | re.IGNORECASE,
+)
 ANY_LINE = re.compile(
     rf"{_WS}*(?:([^:#\n]*):{_WS}*([^#\n]*)"
     rf"|([^ \t:#\n]+)[ \t]+([^ \t:#\n]+){_WS}*(?:#.*)?$)",
@@ -299,9 +305,12 @@ def rule_offset(text: str, spans: tuple[tuple[int, int], ...], ordinal: int) -> 
     raise IndexError("no such rule")
 
 
-def has_rule(text: str, start: int, end: int) -> bool:
-    """Whether an Allow or Disallow line starts after the LF at ``start``, before ``end``."""
-    return RULE_LINE.search(text, start, end + 1) is not None
+def has_rule(text: str, start: int, end: int, fields: bool = False) -> bool:
+    """Whether an Allow or Disallow line (with ``fields``, also a Crawl-delay, Request-rate
+    or Check line) starts after the LF at ``start``, before ``end``."""
+    if RULE_LINE.search(text, start, end + 1) is not None:
+        return True
+    return fields and FIELD_LINE.search(text, start, end + 1) is not None
 
 
 def scan_sitemaps(text: str) -> list[str]:

@@ -26,6 +26,13 @@ class Profile:
     #: how groups are delimited and chosen
     records: Literal["groups", "1994"] = "groups"
     always_allowed: frozenset[str] = frozenset()
+    #: how the caller's name is compared: its product token, or exactly as given (Google)
+    agent: Literal["token", "exact"] = "token"
+    #: Crawl-delay, Request-rate and Check lines end a run of agent lines, as a rule does
+    fields_end_groups: bool = True
+    #: with virtual agents: "combined" (the star, role and virtual-star groups together, a
+    #: target must pass each) or "targeted" (only the most targeted of them)
+    roles: Literal["combined", "targeted"] = "combined"
 
 
 RFC9309 = Profile(
@@ -39,14 +46,25 @@ GOOGLE = Profile(
     "exactly what Google's reference parser (google/robotstxt) decides",
     target="google",
     index_html=True,
+    agent="exact",
+    fields_end_groups=False,
 )
 GEMINI = Profile(
     "gemini",
-    "RFC 9309 matching plus the Gemini companion spec's virtual agents",
+    "RFC 9309 matching plus the Gemini companion spec's virtual agents, erring on the side of caution",
     target="rfc3986",
     virtual_agents=True,
     preamble="star",
     always_allowed=frozenset({"/robots.txt"}),
+)
+GEMINI_TARGETED = Profile(
+    "gemini-targeted",
+    "Gemini, as the list proposal has it: only the most targeted group decides",
+    target="rfc3986",
+    virtual_agents=True,
+    preamble="star",
+    always_allowed=frozenset({"/robots.txt"}),
+    roles="targeted",
 )
 GOPHER = Profile(
     "gopher",
@@ -67,7 +85,9 @@ ORIGINAL = Profile(
     records="1994",
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (RFC9309, GOOGLE, GEMINI, GOPHER, ORIGINAL)}
+PROFILES: dict[str, Profile] = {
+    p.name: p for p in (RFC9309, GOOGLE, GEMINI, GEMINI_TARGETED, GOPHER, ORIGINAL)
+}
 
 
 def profile_for(target: str) -> Profile:
@@ -81,9 +101,19 @@ def profile_for(target: str) -> Profile:
 
 
 def get_profile(name: str | Profile) -> Profile:
+    """A profile by name, case-insensitively (a Profile is returned as it is)."""
     if isinstance(name, Profile):
         return name
+    if not isinstance(name, str):
+        raise TypeError(f"profile must be a name such as 'rfc9309', not {type(name).__name__}")
     try:
-        return PROFILES[name]
+        return PROFILES[name.lower()]
     except KeyError:
         raise ValueError(f"unknown profile {name!r}: use one of {', '.join(PROFILES)}") from None
+
+
+def profile_of(name: str | Profile) -> Profile:
+    """A profile given by name, or by a URL whose scheme picks it (see profile_for)."""
+    if isinstance(name, str) and "://" in name:
+        return profile_for(name)
+    return get_profile(name)

@@ -12,11 +12,13 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from .agents import require_token
 from .cache import Store, open_store
 from .cache.entry import TTL, Entry, entry_after, policy_of
 from .fetch import fetch_robots, robots_locations
@@ -25,6 +27,8 @@ from .profiles import get_profile
 from .robots import RobotsTxt
 
 log = logging.getLogger("manners")
+T = TypeVar("T")
+MAX_POLICIES = 10_000  # parsed policies a Robot keeps in memory (least recently used go first)
 
 
 class RobotDecision(NamedTuple):
@@ -62,7 +66,9 @@ class Robot:
     Request-rate for this robot, and a pending wait the server asked for, capped at
     ``max_delay``.  The fetch lock of a worker that died frees itself after
     ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).  ``profile`` fixes
-    how files are read (default: by each URL's scheme).
+    how files are read (default: by each URL's scheme).  At most ``max_policies``
+    parsed files are held in memory, the least recently used dropped first (the
+    store keeps them), so a crawl over a million hosts stays bounded.
     """
 
     def __init__(
@@ -78,9 +84,15 @@ class Robot:
         ttl: float = TTL,
         lock_timeout: float | None = None,
         profile: str | None = None,
+        max_policies: int = MAX_POLICIES,
     ) -> None:
+        require_token(agent)  # TypeError for a non-str; ValueError for a name no group could match
         if min_delay < 0 or max_delay < min_delay:
             raise ValueError("need 0 <= min_delay <= max_delay")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise ValueError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
+        if isinstance(max_policies, bool) or not isinstance(max_policies, int) or max_policies < 1:
+            raise ValueError(f"max_policies must be a positive number, not {max_policies!r}")
         self.agent = agent
         self.roles = (roles,) if isinstance(roles, str) else tuple(roles)
         self.store: Store = open_store(cache)
@@ -91,9 +103,10 @@ class Robot:
         self.ttl = min(ttl, TTL)
         self.lock_timeout = lock_timeout if lock_timeout is not None else timeout + 5.0
         self.profile = get_profile(profile).name if profile is not None else None
-        self._known: dict[str, Policy] = {}
-        self._pending: dict[str, asyncio.Future[Policy]] = {}
-        self._capped: set[str] = set()
+        self.max_policies = max_policies
+        self._known: OrderedDict[str, Policy] = OrderedDict()  # least recently used first
+        self._pending: dict[tuple[str, bool], asyncio.Future[Policy]] = {}  # in flight, by (key, refresh)
+        self._capped: set[str] = set()  # authorities whose capped delay was reported (of those in _known)
 
     async def __aenter__(self) -> Robot:
         return self
@@ -148,10 +161,11 @@ class Robot:
 
     def _spacing(self, key: str, robots: RobotsTxt) -> float:
         asked = [self.min_delay]
-        delay = robots.crawl_delay(self.agent, self.roles)
+        read_as = self.profile or key  # the key's scheme picks the profile, as for its targets
+        delay = robots.crawl_delay(self.agent, self.roles, profile=read_as)
         if delay is not None:
             asked.append(delay)
-        rate = robots.request_rate(self.agent, self.roles)
+        rate = robots.request_rate(self.agent, self.roles, profile=read_as)
         if rate is not None:
             asked.append(rate[1] / rate[0])
         spacing = max(asked)
@@ -163,35 +177,53 @@ class Robot:
             return self.max_delay
         return spacing
 
-    async def policy(self, url: str) -> Policy:
-        """The policy for ``url``'s authority, read through the cache when needed."""
-        return await self._policy(url)
+    async def policy(self, url: str, *, refresh: bool = False) -> Policy:
+        """The policy for ``url``'s authority, read through the cache when needed.
 
-    async def _policy(self, url: str) -> Policy:
+        ``refresh=True`` fetches robots.txt anew even while the cached copy is fresh
+        (an admin who just edited it wants the new answer); it still goes through the
+        store's fetch lock, so concurrent refreshes of one authority make one fetch.
+        """
+        return await self._policy(url, refresh)
+
+    async def _policy(self, url: str, refresh: bool = False) -> Policy:
         key = _key(url)
-        known = self._known.get(key)
-        if known is not None and time.time() < known.entry.expires_at:
-            return known
-        pending = self._pending.get(key)
+        if not refresh:
+            known = self._known.get(key)
+            if known is not None and time.time() < known.entry.expires_at:
+                self._known.move_to_end(key)
+                return known
+        slot = (key, refresh)
+        pending = self._pending.get(slot)
         if pending is None:  # one fetch per authority in this process; the store's lock does the rest
-            pending = self._pending[key] = asyncio.ensure_future(self._refresh(key, url))
-            pending.add_done_callback(lambda _: self._pending.pop(key, None))
+            since = time.time() if refresh else None
+            pending = self._pending[slot] = asyncio.ensure_future(self._refresh(key, url, since))
+            pending.add_done_callback(functools.partial(self._forget, slot))
         return await asyncio.shield(pending)
 
-    async def _refresh(self, key: str, url: str) -> Policy:
+    def _forget(self, slot: tuple[str, bool], done: asyncio.Future[Policy]) -> None:
+        if self._pending.get(slot) is done:
+            del self._pending[slot]
+
+    async def _refresh(self, key: str, url: str, since: float | None = None) -> Policy:
+        """Read the policy through the store; ``since``: only an entry fetched after it will do."""
+
+        def due(entry: Entry | None) -> bool:
+            if entry is None or time.time() >= entry.expires_at:
+                return True
+            return since is not None and entry.fetched_at < since
+
         store = self.store
         entry = await store.get(key)
         token = secrets.token_hex(8)
         give_up = time.time() + self.lock_timeout + self.timeout
         pause = 0.02
-        while entry is None or time.time() >= entry.expires_at:
+        while due(entry):
             if await store.acquire(key, token, self.lock_timeout) or time.time() > give_up:
                 try:
                     entry = await store.get(key)  # another worker may have just fetched it
-                    if entry is None or time.time() >= entry.expires_at:
-                        location = robots_locations(url)[0]
-                        result = await fetch_robots(location, self.agent, self.timeout, self.max_bytes)
-                        entry = entry_after(entry, result, time.time(), self.ttl)
+                    if due(entry):
+                        entry = await self._fetch(url, entry)
                         await store.put(key, entry)
                 finally:
                     await store.release(key, token)
@@ -199,35 +231,88 @@ class Robot:
             await asyncio.sleep(pause)  # another worker holds the lock: wait for its entry
             pause = min(pause * 2, 0.5)
             entry = await store.get(key)
+        assert entry is not None
         robots, stale = policy_of(entry, time.time(), self.profile)
-        known = self._known[key] = Policy(key, entry, robots, stale, self._spacing(key, robots))
+        known = Policy(key, entry, robots, stale, self._spacing(key, robots))
+        self._known[key] = known
+        self._known.move_to_end(key)
+        while len(self._known) > self.max_policies:
+            dropped, _ = self._known.popitem(last=False)
+            self._capped.discard(dropped)
         return known
+
+    async def _fetch(self, url: str, previous: Entry | None) -> Entry:
+        """Fetch robots.txt; Gemini certificates are checked against those the store remembers."""
+        known_hosts = dict(previous.known_hosts) if previous is not None else {}
+        location = robots_locations(url)[0]
+        result = await fetch_robots(
+            location, self.agent, self.timeout, self.max_bytes, known_hosts=known_hosts
+        )
+        return entry_after(previous, result, time.time(), self.ttl, known_hosts)
 
 
 class SyncRobot:
-    """Robot for scripts: the same calls, blocking.  Owns an event loop; close() it when done."""
+    """Robot for scripts: the same calls, blocking.  Owns an event loop; close() it when done.
+
+    Each call runs the loop until its answer is in; a call cut short (Ctrl-C, a
+    signal) and close() cancel what was left running, so no task outlives its loop.
+    Inside a running event loop (async code, a notebook) it cannot block: use Robot.
+    """
 
     def __init__(self, agent: str = "*", roles: Iterable[str] | str = (), cache: str = "sqlite",
                  **options: Any) -> None:  # fmt: skip
+        _no_running_loop()
         self._loop = asyncio.new_event_loop()
-        self.robot = Robot(agent, roles, cache, **options)
+        try:
+            self.robot = Robot(agent, roles, cache, **options)
+        except BaseException:
+            self._loop.close()
+            raise
 
     def allowed(self, url: str) -> bool:
-        return self._loop.run_until_complete(self.robot.allowed(url))
+        return self._run(self.robot.allowed, url)
 
     def decide(self, url: str) -> RobotDecision:
-        return self._loop.run_until_complete(self.robot.decide(url))
+        return self._run(self.robot.decide, url)
 
     def wait(self, url: str) -> float:
-        return self._loop.run_until_complete(self.robot.wait(url))
+        return self._run(self.robot.wait, url)
+
+    def policy(self, url: str, *, refresh: bool = False) -> Policy:
+        return self._run(functools.partial(self.robot.policy, refresh=refresh), url)
 
     def delay(self, url: str) -> float:
         return self.robot.delay(url)
 
     def close(self) -> None:
-        if not self._loop.is_closed():
+        if self._loop.is_closed():
+            return
+        _no_running_loop()
+        try:
             self._loop.run_until_complete(self.robot.close())
+        finally:
+            self._cancel_left()
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
             self._loop.close()
+
+    def _run(self, call: Callable[[str], Coroutine[Any, Any, T]], url: str) -> T:
+        _no_running_loop()
+        if self._loop.is_closed():
+            raise RuntimeError("this SyncRobot is closed")
+        task = self._loop.create_task(call(url))
+        try:
+            return self._loop.run_until_complete(task)
+        except BaseException:
+            self._cancel_left()  # interrupted: the call's task and the fetch it shields
+            raise
+
+    def _cancel_left(self) -> None:
+        left = asyncio.all_tasks(self._loop)
+        for task in left:
+            task.cancel()
+        if left:
+            self._loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def __enter__(self) -> SyncRobot:
         return self
@@ -235,6 +320,19 @@ class SyncRobot:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  tb: TracebackType | None) -> None:  # fmt: skip
         self.close()
+
+
+def _no_running_loop() -> None:
+    """SyncRobot blocks a thread to run its own loop: not possible where a loop already runs."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "SyncRobot cannot run inside a running event loop (async code, a Jupyter notebook):"
+        " use manners.Robot there, as in `async with manners.Robot(...) as robot:"
+        " await robot.allowed(url)`"
+    )
 
 
 def _key(url: str) -> str:
@@ -247,4 +345,5 @@ def _key(url: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _authority_key(origin: str) -> str:
     host, port = split_authority(origin)
-    return f"{origin.split(':', 1)[0]}://{host}:{port}"
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets, as in a URL
+    return f"{origin.split(':', 1)[0]}://{shown}:{port}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from operator import itemgetter, methodcaller
 from typing import NamedTuple
@@ -27,6 +27,7 @@ from .match import (
     wild_tail,
 )
 from .parse import (
+    RULE_LINE,
     AgentLine,
     Line,
     Prepared,
@@ -34,16 +35,14 @@ from .parse import (
     classify,
     has_rule,
     iter_lines,
-    line_number,
     prepare,
-    rule_offset,
     rule_value,
     scan_agents,
     scan_rules,
     scan_sitemaps,
     split_line,
 )
-from .profiles import Profile, get_profile, profile_for
+from .profiles import Profile, get_profile, profile_for, profile_of
 
 _SPACE = " \t\n\r\v\f"
 _RATE = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE | re.ASCII)
@@ -89,13 +88,14 @@ class _Group(NamedTuple):
 class _Choice:
     """The rules of the groups chosen for one robot, read once, compiled when asked twice."""
 
-    __slots__ = ("index", "label", "raw", "spans")
+    __slots__ = ("index", "label", "offsets", "raw", "spans")
 
     def __init__(self, label: str, spans: tuple[Span, ...]) -> None:
         self.label = label  # whose rules these are, for reasons: "user-agent googlebot"
         self.spans = spans
         self.raw: list[RuleLine] | None = None
         self.index: _Index | None = None
+        self.offsets: list[int] | None = None  # where each rule line starts, for line numbers
 
 
 class _Index:
@@ -245,6 +245,7 @@ class RobotsTxt:
         self._policies: dict[tuple[str, str, tuple[str, ...]], _Policy] = {}
         self._sitemaps: list[str] | None = None
         self._diagnostics: list[Diagnostic] | None = None
+        self._lfs: list[int] | None = None
 
     def __repr__(self) -> str:
         name = self._profile.name if self._profile else "auto"
@@ -264,6 +265,8 @@ class RobotsTxt:
 
     def allowed(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> bool:
         """May ``agent`` (acting as ``roles``) fetch ``target``?"""
+        if type(target) is not str:
+            raise _target_type(target)
         profile = self._profile or profile_for(target)
         if type(roles) is not tuple:
             roles = _roles(roles)
@@ -271,6 +274,7 @@ class RobotsTxt:
         if policy is None:
             policy = self._policy(profile, agent, roles)
         if not policy.choices:
+            _check_target(profile, target)
             return True
         paths = _subjects(profile, target)
         if profile.always_allowed and not profile.always_allowed.isdisjoint(paths):
@@ -285,6 +289,8 @@ class RobotsTxt:
 
     def decide(self, target: str, agent: str = "*", roles: Iterable[str] = ()) -> Decision:
         """Like allowed(), with the deciding rule, its line and the reason."""
+        if type(target) is not str:
+            raise _target_type(target)
         profile = self._profile or profile_for(target)
         roles = _roles(roles)
         policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
@@ -315,8 +321,19 @@ class RobotsTxt:
         verb = "allows" if allowed else "disallows"
         subject = f" (as {path!r})" if len(paths) > 1 else ""
         reason = f"the longest matching rule for {choice.label} {verb} it{subject}"
-        line = line_number(self._text, rule_offset(self._text, choice.spans, rule.ordinal))
-        return Decision(allowed, line, rule.text, reason, profile.name)
+        if choice.offsets is None:
+            text = self._text
+            choice.offsets = [
+                m.start() for start, end in choice.spans for m in RULE_LINE.finditer(text, start, end)
+            ]
+        return Decision(allowed, self._line(choice.offsets[rule.ordinal]), rule.text, reason, profile.name)
+
+    def _line(self, pos: int) -> int:
+        """The 1-based number of the line after the LF at ``pos`` (or starting there)."""
+        if self._lfs is None:
+            text = self._text
+            self._lfs = [m.start() for m in re.finditer("\n", text)]
+        return bisect_right(self._lfs, pos)
 
     def _first(self, profile: Profile, choice: _Choice, path: str) -> Rule | None:
         """The deciding rule of one choice: read as written the first time, then indexed."""
@@ -331,26 +348,40 @@ class RobotsTxt:
 
     # -- fields ------------------------------------------------------------------
 
-    def crawl_delay(self, agent: str = "*", roles: Iterable[str] = ()) -> float | None:
+    # ``profile``: a profile name, or a URL whose scheme picks it, as a target's does; by
+    # default the profile given to parse(), else gemini for a robot with roles, else rfc9309.
+
+    def crawl_delay(
+        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
+    ) -> float | None:
         """Seconds between requests asked of this robot (the largest that applies)."""
-        values = [_number(v) for v in self._fields("crawl-delay", agent, roles)]
+        values = [_number(v) for v in self._fields("crawl-delay", agent, roles, profile)]
         return max((v for v in values if v is not None), default=None)
 
-    def request_rate(self, agent: str = "*", roles: Iterable[str] = ()) -> tuple[int, float] | None:
+    def request_rate(
+        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
+    ) -> tuple[int, float] | None:
         """(requests, seconds) from Request-rate; the slowest when several apply."""
-        rates = [_rate(v) for v in self._fields("request-rate", agent, roles)]
+        rates = [_rate(v) for v in self._fields("request-rate", agent, roles, profile)]
         valid = [r for r in rates if r is not None]
         return max(valid, key=lambda r: r[1] / r[0], default=None)
 
-    def check_interval(self, agent: str = "*", roles: Iterable[str] = ()) -> float | None:
+    def check_interval(
+        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
+    ) -> float | None:
         """Seconds between re-checks of a resource, from the Gemini proposal's Check field."""
-        values = [_number(v) for v in self._fields("check", agent, roles)]
+        values = [_number(v) for v in self._fields("check", agent, roles, profile)]
         return max((v for v in values if v is not None), default=None)
 
-    def _fields(self, kind: str, agent: str, roles: Iterable[str]) -> list[str]:
+    def _fields(
+        self, kind: str, agent: str, roles: Iterable[str], profile: str | Profile | None
+    ) -> list[str]:
         roles = _roles(roles)
-        profile = self._profile or get_profile("gemini" if roles else "rfc9309")
-        policy = self._policies.get((profile.name, agent, roles)) or self._policy(profile, agent, roles)
+        if profile is not None:
+            prof = profile_of(profile)
+        else:
+            prof = self._profile or get_profile("gemini" if roles else "rfc9309")
+        policy = self._policies.get((prof.name, agent, roles)) or self._policy(prof, agent, roles)
         return [
             line.value
             for choice in policy.choices
@@ -383,11 +414,10 @@ class RobotsTxt:
 
     def groups(self, profile: str | Profile | None = None) -> list[Group]:
         """The groups (records, for 1994) as a profile delimits them."""
-        text = self._text
         out = []
         for g in self._index(profile)[0]:
-            agents = tuple((line_number(text, a.pos), a.value) for a in g.members if not a.virtual)
-            virtual = tuple((line_number(text, a.pos), a.value) for a in g.members if a.virtual)
+            agents = tuple((self._line(a.pos), a.value) for a in g.members if not a.virtual)
+            virtual = tuple((self._line(a.pos), a.value) for a in g.members if a.virtual)
             out.append(
                 Group(agents, virtual, g.names - {""}, g.virtual_names - {""}, self._line_range(g.span))
             )
@@ -407,29 +437,39 @@ class RobotsTxt:
     def _line_range(self, span: Span) -> tuple[int, int]:
         text = self._text
         if span[1] < len(text):
-            last = line_number(text, span[1]) - 1
+            last = self._line(span[1]) - 1
         else:  # to the end: the last line, not the nothing after a final LF
-            last = text.count("\n") - (len(text) > 1 and text.endswith("\n"))
-        return line_number(text, span[0]), last
+            last = self._line(len(text)) - (len(text) > 1 and text.endswith("\n"))
+        return self._line(span[0]), last
 
     def _index(self, profile: str | Profile | None = None) -> tuple[list[_Group], int]:
         """The groups, and where the first starts: rules before it precede every agent line."""
         prof = get_profile(profile) if profile is not None else self._profile or get_profile("rfc9309")
-        key = "1994" if prof.records == "1994" else "virtual" if prof.virtual_agents else "web"
+        if prof.records == "1994":
+            key = "1994"
+        else:
+            key = ("virtual" if prof.virtual_agents else "web") + (
+                "+fields" if prof.fields_end_groups else ""
+            )
         index = self._indexes.get(key)
         if index is None:
-            build = self._records_1994 if prof.records == "1994" else self._groups
-            index = self._indexes[key] = build(prof.virtual_agents)
+            if prof.records == "1994":
+                index = self._records_1994()
+            else:
+                index = self._groups(prof.virtual_agents, prof.fields_end_groups)
+            self._indexes[key] = index
         return index
 
-    def _groups(self, virtual: bool) -> tuple[list[_Group], int]:
+    def _groups(self, virtual: bool, fields: bool) -> tuple[list[_Group], int]:
+        """Runs of agent lines, each ended by a rule (with ``fields``, also by a Crawl-delay,
+        Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant)."""
         text = self._text
         agents = [a for a in scan_agents(text) if virtual or not a.virtual]
         if not agents:
             return [], len(text)
         runs: list[list[AgentLine]] = []
         for i, a in enumerate(agents):
-            if runs and not has_rule(text, agents[i - 1].end, a.pos):
+            if runs and not has_rule(text, agents[i - 1].end, a.pos, fields):
                 runs[-1].append(a)
             else:
                 runs.append([a])
@@ -441,7 +481,7 @@ class RobotsTxt:
             groups.append(_Group(tuple(run), names, virtual_names, (run[0].pos, end)))
         return groups, agents[0].pos
 
-    def _records_1994(self, virtual: bool = False) -> tuple[list[_Group], int]:
+    def _records_1994(self) -> tuple[list[_Group], int]:
         """Records as the 1994 standard has them: a blank line also ends one."""
         text = self._text
         groups: list[_Group] = []
@@ -485,42 +525,43 @@ class RobotsTxt:
     def _choose(self, profile: Profile, agent: str, roles: tuple[str, ...]) -> tuple[list[_Choice], str]:
         groups, first = self._index(profile)
         preamble: tuple[Span, ...] = ()
-        if profile.preamble != "ignored" and has_rule(self._text, 0, first):
+        if profile.preamble != "ignored" and has_rule(self._text, 0, first, profile.fields_end_groups):
             preamble = ((0, first),)
+        # RFC 9309 names a robot by its product token: "mybot/1.0 (+http://x)" is mybot.
+        # Google's parser compares the name as given (its callers pass a token).
+        token = agent.lower() if profile.agent == "exact" else product_token(agent)
 
         if profile.records == "1994":
-            name = _name_1994(agent)
             for g in groups:
-                if name and any(n != "*" and n in name for n in g.names):
+                if token and token != "*" and any(n != "*" and n in token for n in g.names):
                     return [_Choice(f"the record for {min(g.names)}", (g.span,))], ""
             for g in groups:
                 if "*" in g.names:
                     return [_Choice("the record for *", (g.span,))], ""
             return [], "no record applies to this robot: everything is allowed"
 
-        # The robot's own name is compared whole: "FooBot/1.0" is no product token and
-        # names no group (Google's conformance suite expects exactly that).
-        token = agent.lower()
+        def choice(
+            label: str, test: Callable[[_Group], bool], before: tuple[Span, ...] = ()
+        ) -> list[_Choice]:
+            spans = before + tuple(g.span for g in groups if test(g))
+            return [_Choice(label, spans)] if spans else []
+
         choices: list[_Choice] = []
-        if token and token != "*":
-            spans = tuple(g.span for g in groups if token in g.names)
-            if spans:
-                choices = [_Choice(f"user-agent {agent}", spans)]
+        if token and token != "*":  # a group naming the robot itself decides alone
+            choices = choice(f"user-agent {token}", lambda g: token in g.names)
+        named_roles = [r for r in dict.fromkeys(r.lower() for r in roles) if r and r != "*"]
+        role_choices: list[_Choice] = []
         if not choices and profile.virtual_agents and roles:
-            for role in dict.fromkeys(r.lower() for r in roles):
-                spans = tuple(g.span for g in groups if role in g.names or role in g.virtual_names)
-                if role and role != "*" and spans:
-                    choices.append(_Choice(f"virtual agent {role}", spans))
-            if not choices:
-                spans = tuple(g.span for g in groups if "*" in g.virtual_names)
-                if spans:
-                    choices = [_Choice("virtual-agent *", spans)]
+            for role in named_roles:
+                role_choices += choice(f"virtual agent {role}", _names(role))
+            if profile.roles == "targeted":  # the most targeted groups there are decide
+                choices = role_choices or choice("virtual-agent *", lambda g: "*" in g.virtual_names)
         if not choices:
-            spans = tuple(g.span for g in groups if "*" in g.names)
-            if profile.preamble == "star":
-                spans = preamble + spans
-            if spans:
-                choices = [_Choice("user-agent *", spans)]
+            star_preamble = preamble if profile.preamble == "star" else ()
+            choices = choice("user-agent *", lambda g: "*" in g.names, star_preamble)
+            if profile.virtual_agents and roles and profile.roles == "combined":
+                # The companion spec: respect '*' and every role's groups; err on the side of caution.
+                choices += role_choices + choice("virtual-agent *", lambda g: "*" in g.virtual_names)
         if profile.preamble == "everyone" and preamble:
             for c in choices:
                 c.spans = preamble + c.spans
@@ -592,7 +633,27 @@ def _first_as_written(profile: Profile, raw: list[RuleLine], path: str) -> Rule 
 
 def _roles(roles: Iterable[str]) -> tuple[str, ...]:
     """Roles as a tuple; a lone string is one role, not a run of letters."""
-    return (roles,) if isinstance(roles, str) else tuple(roles)
+    if isinstance(roles, str):
+        return (roles,)
+    out = tuple(roles)
+    if not all(isinstance(r, str) for r in out):
+        raise TypeError("roles must be names such as 'indexer' or 'archiver' (str)")
+    return out
+
+
+def _names(role: str) -> Callable[[_Group], bool]:
+    """Whether a group names ``role``, by User-agent or Virtual-agent."""
+    return lambda g: role in g.names or role in g.virtual_names
+
+
+def _check_target(profile: Profile, target: str) -> None:
+    """ValueError for a target no rule was needed to answer for, but that names no path."""
+    if profile.target in ("rfc3986", "plain"):
+        url_path(target)
+
+
+def _target_type(target: object) -> TypeError:
+    return TypeError(f"target must be a URL or a path (str), not {type(target).__name__}")
 
 
 def _name_1994(value: str) -> str:
@@ -655,6 +716,6 @@ def parse(
     prof = get_profile(profile) if profile is not None else None
     if not isinstance(data, (bytes, bytearray, memoryview, str)):
         raise TypeError(f"robots.txt must be bytes or str, not {type(data).__name__}")
-    if max_bytes is not None and max_bytes < 0:
+    if max_bytes is not None and max_bytes < 1:
         raise ValueError("max_bytes must be a positive number of bytes, or None")
     return RobotsTxt(prepare(data, max_bytes), prof)

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 from ..fetch import FetchResult
-from ..robots import RobotsTxt, parse, verdict
+from ..fetch.outcome import read_body
+from ..robots import RobotsTxt, verdict
 
 DAY: float = 86_400.0
 TTL: float = DAY  # RFC 9309 §2.4: SHOULD NOT cache longer than 24 hours; the Gopher proposal: a day
 STALE_LIMIT = 30 * DAY  # §2.4: an unreachable file may be answered from a copy this old
 MIN_TTL = 60.0  # however the server asks, a robots.txt is not fetched more often than this
 FIRST_BACKOFF = 60.0  # after a failed fetch: 1 min, then 2, 4, 8, ... up to TTL
+OLD_MAX_BYTES = 512_000  # the default cap, for entries written before they recorded ``truncated``
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,10 @@ class Entry:
     failures: int = 0  # failed fetches since the last readable answer
     retry_after: float | None = None  # seconds the server asked us to wait, from fetched_at
     meaning: str = ""  # the latest fetch's outcome in words
+    truncated: bool = False  # the file went on past the bytes kept in body: its last partial line is dropped
+    fingerprint: str | None = None  # SHA-256 of the Gemini server's certificate, as last seen
+    fingerprint_changed: bool = False  # the latest fetch saw a certificate other than the one remembered
+    known_hosts: tuple[tuple[str, str], ...] = ()  # Gemini host:port -> fingerprint, for trust on first use
 
     def dumps(self) -> str:
         data = asdict(self)
@@ -45,8 +52,12 @@ class Entry:
 
     @classmethod
     def loads(cls, text: str | bytes) -> Entry:
+        """An entry as dumps() wrote it; entries written before a field existed get its default."""
         data = json.loads(text)
         data["body"] = base64.b64decode(data["body"])
+        # Before ``truncated`` was kept, a body was cut at the default cap with no mark.
+        data.setdefault("truncated", len(data["body"]) >= OLD_MAX_BYTES)
+        data["known_hosts"] = tuple((str(h), str(f)) for h, f in data.get("known_hosts", ()))
         return cls(**data)
 
     @property
@@ -55,15 +66,31 @@ class Entry:
         return max(self.expires_at, (self.good_at or 0.0) + STALE_LIMIT)
 
 
-def entry_after(previous: Entry | None, result: FetchResult, now: float, ttl: float = TTL) -> Entry:
-    """The entry after a fetch: a readable answer replaces everything, a failure keeps the last copy."""
+def entry_after(
+    previous: Entry | None,
+    result: FetchResult,
+    now: float,
+    ttl: float = TTL,
+    known_hosts: Mapping[str, str] | None = None,
+) -> Entry:
+    """The entry after a fetch: a readable answer replaces everything, a failure keeps the last copy.
+
+    ``known_hosts`` is the Gemini trust-on-first-use mapping after the fetch; it and the
+    certificate seen are kept whatever the outcome, so a later run can tell a change.
+    """
+    known = tuple(sorted(known_hosts.items())) if known_hosts else (previous.known_hosts if previous else ())
+    fingerprint = result.fingerprint or (previous.fingerprint if previous else None)
     latest = {"outcome": result.outcome, "status": str(result.status), "source": result.source,
-              "fetched_at": now, "retry_after": result.retry_after, "meaning": result.meaning}  # fmt: skip
+              "fetched_at": now, "retry_after": result.retry_after, "meaning": result.meaning,
+              "fingerprint": fingerprint, "fingerprint_changed": result.fingerprint_changed,
+              "known_hosts": known}  # fmt: skip
     if result.outcome in ("ok", "unavailable"):
         life = ttl if result.max_age is None else min(ttl, max(MIN_TTL, result.max_age))
-        body = result.body if result.outcome == "ok" else b""
+        ok = result.outcome == "ok"
+        body = result.body if ok else b""
         return Entry(result.url, expires_at=now + life, good=result.outcome, good_at=now,
-                     good_status=str(result.status), body=body, **latest)  # type: ignore[arg-type]  # fmt: skip
+                     good_status=str(result.status), body=body, truncated=ok and result.truncated,
+                     **latest)  # type: ignore[arg-type]  # fmt: skip
     failures = (previous.failures if previous else 0) + 1
     wait = result.retry_after if result.retry_after else min(TTL, FIRST_BACKOFF * 2 ** (failures - 1))
     if previous is None:
@@ -80,7 +107,7 @@ def policy_of(entry: Entry, now: float, profile: str | None = None) -> tuple[Rob
         and (not stale or now - entry.good_at <= STALE_LIMIT)
     ):
         if entry.good == "ok":
-            return parse(entry.body, profile, max_bytes=None), stale
+            return read_body(entry.body, entry.truncated, profile), stale
         why = f"robots.txt was unavailable ({entry.good_status})"
         return verdict(True, f"{why}: everything is allowed", profile), stale
     if entry.outcome == "retry":

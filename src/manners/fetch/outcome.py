@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
+from ..profiles import Profile
 from ..robots import RobotsTxt, parse, verdict
 
 Outcome = Literal["ok", "unavailable", "unreachable", "retry"]
@@ -49,10 +50,26 @@ def ok(url: str, source: str, body: bytes, status: int | str, max_bytes: int, **
     meaning = "robots.txt was read" + (
         f", but only its first {max_bytes} bytes are used" if truncated else ""
     )
-    robots = parse(body, max_bytes=max_bytes)
-    return _result(
-        url, "ok", robots, status, meaning, source, body=body[:max_bytes], truncated=truncated, **kw
-    )
+    kept = body[:max_bytes]
+    robots = read_body(kept, truncated)
+    return _result(url, "ok", robots, status, meaning, source, body=kept, truncated=truncated, **kw)
+
+
+def read_body(body: bytes, truncated: bool, profile: str | Profile | None = None) -> RobotsTxt:
+    """The file a fetch read: ``body`` as kept (at most ``max_bytes``) and whether the file went on.
+
+    Every fetched body is parsed here, fresh from the server or from a cache, so the
+    cut is made once and the same way: the partial last line is dropped (half an
+    ``Allow`` would allow too much) and the ``truncated`` diagnostic is kept.  The
+    read stopped at the cap, so the cut is where the read stopped, byte order mark
+    included (``parse`` counts its own cap after the mark).
+    """
+    if not truncated:
+        return parse(body, profile, max_bytes=None)
+    bom = 3 if body[:3] == b"\xef\xbb\xbf" else 2 if body[:2] == b"\xef\xbb" else int(body[:1] == b"\xef")
+    if len(body) <= bom:
+        return parse(body, profile, max_bytes=None)
+    return parse(body + b"\n", profile, max_bytes=len(body) - bom)  # one byte past the cap: cut there
 
 
 def unavailable(
