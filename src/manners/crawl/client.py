@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 
-from ..fetch.gemini import _context as tls_context
+from ..fetch.gemini import tls_context
 from ..fetch.locations import split_authority
 from ..fetch.net import Deadlines, NetworkError, close, connect, read_some, read_to_eof
 from ..fetch.outcome import GEMINI_HEADER_MAX, gemini_header

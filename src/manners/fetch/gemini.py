@@ -25,7 +25,7 @@ KNOWN_HOSTS: dict[str, str] = {}
 
 
 @functools.cache
-def _context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """Self-signed certificates are the norm in Geminispace: identity is checked by TOFU."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -73,7 +73,7 @@ async def fetch(
 async def _exchange(
     url: str, host: str, port: int, deadlines: Deadlines, max_bytes: int
 ) -> tuple[int, str, bytes, str]:
-    reader, writer = await connect(host, port, deadlines, _context())
+    reader, writer = await connect(host, port, deadlines, tls_context())
     try:
         cert = writer.get_extra_info("ssl_object").getpeercert(binary_form=True) or b""
         fingerprint = hashlib.sha256(cert).hexdigest()
