@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
-from manners.crawl.frontier import Lease, SQLiteFrontier, authority, open_frontier
+from manners.crawl.frontier import Lease, SQLiteFrontier, open_frontier
 from manners.crawl.records import PageLog
+from manners.crawl.urls import authority
 from manners.crawl.warc import WarcWriter
 
 A = "gemini://a.example:1965"

@@ -29,30 +29,14 @@ from collections.abc import Callable, Collection, Iterable, Iterator, MutableMap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
-from urllib.parse import urlsplit
+
+from .urls import authority
 
 T = TypeVar("T")
 
 QUEUED = "queued"
 IN_FLIGHT = "in_flight"
 DONE = "done"
-
-_DEFAULT_PORTS = {"gemini": 1965, "gopher": 70, "http": 80, "https": 443}
-
-
-def authority(url: str) -> str:
-    """``scheme://host:port`` with the port explicit: the unit of politeness and of fairness.
-
-    (Same result as ``manners.crawl.urls.authority``; kept here so the store has no
-    dependency on URL parsing.  Merge the two once both exist.)
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-    return f"{scheme}://{host}:{port}"
 
 
 @dataclass(frozen=True)
