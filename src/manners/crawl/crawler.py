@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -207,11 +206,15 @@ class Crawler:
             return
         self.out.mkdir(parents=True, exist_ok=True)
         self.frontier = open_frontier(self.out / "frontier.sqlite3")
-        options: dict[str, Any] = {"min_delay": self.min_delay, "max_delay": self.max_delay,
-                                   "timeout": self.timeout}  # fmt: skip
-        if "max_policies" in inspect.signature(Robot).parameters:
-            options["max_policies"] = self.max_policies
-        self.robot = Robot(self.agent, self.roles, self.cache, **options)
+        self.robot = Robot(
+            self.agent,
+            self.roles,
+            self.cache,
+            min_delay=self.min_delay,
+            max_delay=self.max_delay,
+            timeout=self.timeout,
+            max_policies=self.max_policies,
+        )
         self.pages = PageLog(self.out / "pages.jsonl")
         # flushed, not fsynced, per record: a killed process loses nothing (the kernel has it), as
         # with pages.jsonl and the frontier (WAL, synchronous=NORMAL); fsync on close
