@@ -7,11 +7,13 @@ response block the header line + body.  Gopher is ours, in the same shape: ``app
 msgtype=request|response``, the request block is the selector (TAB search) + CRLF and the
 response block the raw bytes the server sent.
 
-Every record is its own gzip member, and each pair is flushed and fsynced before ``write``
-returns: a process killed mid-write leaves every earlier record readable (only the torn last
-member is lost).  A writer always starts a new file, ``<prefix>-<UTC timestamp>-<serial>.warc.gz``,
-so a resumed crawl never appends to a file that may end in a torn record; it moves to the next
-serial once a file reaches ``max_size``.
+Every record is its own gzip member, and each pair is flushed before ``write`` returns (and
+fsynced too with ``fsync=True``): a process killed mid-write leaves every earlier record
+readable (only the torn last member is lost).  A file is always fsynced when it is closed, on
+``close()`` or when it reaches ``max_size``, so a crawl that ends survives a power cut too.
+A writer always starts a new file, ``<prefix>-<UTC timestamp>-<serial>.warc.gz``, so a resumed
+crawl never appends to a file that may end in a torn record; it moves to the next serial once a
+file reaches ``max_size``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class WarcWriter:
     """Writes request/response pairs into ``directory``, a new file per run and per ``max_size`` bytes.
 
     ``info`` adds fields to each file's warcinfo record (for example the crawl's agent and roles).
+    ``fsync`` makes each pair durable as it is written; without it pairs are flushed (a killed
+    process loses nothing) and the file is fsynced when closed.
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class WarcWriter:
 
     def _finish(self) -> None:
         if self._file is not None:
-            self._sync(self._file)
+            self._file.flush()
+            os.fsync(self._file.fileno())  # whatever ``fsync`` says per record: durable once closed
             self._file.close()
         self._file = self._writer = None
