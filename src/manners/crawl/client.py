@@ -12,10 +12,9 @@ import hashlib
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 
-from ..fetch.gemini import tls_context
+from ..fetch.gemini import read_header, tls_context
 from ..fetch.locations import split_authority
-from ..fetch.net import Deadlines, NetworkError, close, connect, read_some, read_to_eof
-from ..fetch.outcome import GEMINI_HEADER_MAX, gemini_header
+from ..fetch.net import Deadlines, NetworkError, close, connect, read_to_eof
 from .urls import gopher_ref
 
 MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2)
@@ -95,33 +94,17 @@ async def _gemini(
             known_hosts[key] = fingerprint
         changed = before is not None and before != fingerprint
         writer.write(request)
-        data = b""
-        while (header := _header(data)) is None:
-            chunk = await read_some(reader, GEMINI_HEADER_MAX + 8, deadlines)
-            if not chunk:
-                raise NetworkError(
-                    "malformed-header", "the server closed the connection before a full header"
-                )
-            data += chunk
-        status, meta, start = header
-        body = data[start:]
+        status, meta, head, body = await read_header(reader, deadlines)
         if status // 10 == 2:
             body = await read_to_eof(reader, body, max_bytes + 1, deadlines)
         else:
             body = b""  # only a success has a body
         truncated = len(body) > max_bytes
         body = body[:max_bytes]
-        return Response(url, request, data[:start] + body, truncated, status, meta, body, None, fingerprint,
+        return Response(url, request, head + body, truncated, status, meta, body, None, fingerprint,
                         peer, changed, before if changed else None)  # fmt: skip
     finally:
         close(writer)
-
-
-def _header(data: bytes) -> tuple[int, str, int] | None:
-    try:
-        return gemini_header(data)
-    except ValueError as exc:
-        raise NetworkError("malformed-header", f"the server sent a malformed header: {exc}") from None
 
 
 def _peer(writer: asyncio.StreamWriter) -> str | None:
