@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from ..cache.sqlite import begin_immediate, connect, run_transaction
 from .urls import authority
 
 T = TypeVar("T")
@@ -179,12 +180,7 @@ class SQLiteFrontier:
         self._authority_of = authority_of
         self._turn = 0.0  # last lease's time, kept strictly increasing so turns never tie
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
-            self._db.executescript(_SCHEMA)
-            self._db.execute("PRAGMA busy_timeout=0")  # from here on, waits are asyncio's (_write)
+            self._db = connect(path, busy_timeout, _SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise FrontierError(f"cannot open the frontier {path}: {exc}") from None
 
@@ -401,45 +397,17 @@ class SQLiteFrontier:
 
     def _write_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work`` in one transaction, blocking: only for the synchronous ``known_hosts`` mapping."""
-        for pause in self._transactions():
+        what = f"the frontier {self.path}"
+        for pause in begin_immediate(self._db, self._busy_timeout, what, FrontierError):
             time.sleep(pause)
-        return self._run(work)
+        return run_transaction(self._db, work, what, FrontierError)
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one BEGIN IMMEDIATE transaction, waiting in asyncio while the file is busy."""
-        for pause in self._transactions():
+        what = f"the frontier {self.path}"
+        for pause in begin_immediate(self._db, self._busy_timeout, what, FrontierError):
             await asyncio.sleep(pause)
-        return self._run(work)
-
-    def _transactions(self) -> Iterator[float]:
-        """Begin a transaction, yielding a pause each time another process holds the lock."""
-        give_up = time.monotonic() + self._busy_timeout
-        pause = 0.0002
-        while True:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise FrontierError(f"the frontier {self.path} failed: {exc}") from None
-                if time.monotonic() > give_up:
-                    raise FrontierError(
-                        f"the frontier {self.path} stayed locked for {self._busy_timeout:g} s"
-                    ) from None
-                yield pause
-                pause = min(pause * 2, 0.005)
-
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        db = self._db
-        try:
-            result = work(db)
-        except BaseException as exc:
-            db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise FrontierError(f"the frontier {self.path} failed: {exc}") from None
-            raise
-        db.execute("COMMIT")
-        return result
+        return run_transaction(self._db, work, what, FrontierError)
 
 
 class KnownHosts(MutableMapping[str, str]):
