@@ -19,7 +19,9 @@ Where the executables come from:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -30,15 +32,18 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "HOST",
+    "JetforceHosts",
     "ServerFailed",
     "free_port",
     "gophernicus",
     "group_members",
     "jetforce",
+    "jetforce_hosts",
     "nginx",
     "pygopherd",
     "redis_server",
@@ -347,10 +352,11 @@ http {{
 
 
 @contextmanager
-def gophernicus(root: Path) -> Iterator[int]:
+def gophernicus(root: Path, advertised_port: int | None = None) -> Iterator[int]:
     """gophernicus (inetd-style) behind ``socat ... fork``, serving ``root``. Yields the port.
 
-    It converts LF to CRLF in text files and adds no final ``.`` line.
+    It converts LF to CRLF in text files and adds no final ``.`` line. Its menus name
+    ``advertised_port`` (default: the port it listens on), e.g. a logging proxy's.
     """
     socat = _executable("socat")
     exe = _executable("gophernicus")
@@ -360,7 +366,7 @@ def gophernicus(root: Path) -> Iterator[int]:
         work = Path(tmp)
         port = free_port()
         # -nm: no machine-wide shared memory, so no hit throttling carried between runs
-        inner = f"{exe} -h {HOST} -p {port} -r {root_text} -nr -ns -nm"
+        inner = f"{exe} -h {HOST} -p {advertised_port or port} -r {root_text} -nr -ns -nm"
         cmd = [socat, f"TCP-LISTEN:{port},bind={HOST},reuseaddr,fork", f"EXEC:{inner}"]
         with _serve("gophernicus", cmd, [port], work):
             yield port
@@ -382,8 +388,10 @@ application/zip\t\t\t\tzip
 
 
 @contextmanager
-def pygopherd(root: Path) -> Iterator[int]:
+def pygopherd(root: Path, advertised_port: int | None = None) -> Iterator[int]:
     """pygopherd with a generated INI configuration, serving ``root``. Yields the port.
+
+    Its menus name ``advertised_port`` (default: the port it listens on), e.g. a logging proxy's.
 
     Files are sent as they are (LF kept), without a final ``.`` line; menu lines carry Gopher+'s
     fifth field ``+``; ``robots.txt`` is hidden from menus (but served).
@@ -405,6 +413,7 @@ def pygopherd(root: Path) -> Iterator[int]:
 servername = {HOST}
 interface = {HOST}
 port = {port}
+advertisedport = {advertised_port or port}
 servertype = ForkingTCPServer
 tracebacks = yes
 detach = no
@@ -489,6 +498,112 @@ def jetforce(root: Path, port: int | None = None) -> Iterator[int]:
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
         with _serve("jetforce", cmd, [port], work, env=env):
             yield port
+
+
+# One Python process, one reactor, one GeminiServer per (root, listen port, public port). Each
+# server believes it runs on its public port (jetforce answers 53 to a URL naming any other port),
+# and logs each request as "<unix time> <jetforce's access line>" to the access log file.
+_JETFORCE_HOSTS = """\
+import json, sys, time
+from twisted.internet import reactor
+from jetforce import GeminiServer, StaticDirectoryApplication
+from jetforce.tls import generate_ad_hoc_certificate
+
+config = json.load(open(sys.argv[1]))
+log = open(config["log"], "a", buffering=1)
+certfile, keyfile = generate_ad_hoc_certificate(config["hostname"])
+
+
+class Server(GeminiServer):
+    def log_access(self, message):
+        log.write("%.6f %s\\n" % (time.time(), message))
+
+
+for site in config["sites"]:
+    app = StaticDirectoryApplication(root_directory=site["root"])
+    server = Server(app=app, reactor=reactor, host=config["host"], port=site["public_port"],
+                    hostname=config["hostname"], certfile=certfile, keyfile=keyfile)
+    server.port = site["listen_port"]  # bind here ...
+    server.initialize()
+    server.port = site["public_port"]  # ... but answer as the public port
+reactor.run()
+"""
+
+_ACCESS = re.compile(
+    r'^(?P<t>[0-9.]+) (?P<client>\S+) \[[^]]*\] "(?P<url>.*)" (?P<status>\d+) "(?P<meta>.*)" (?P<size>\d+)$'
+)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One request in jetforce's access log."""
+
+    time: float  # time.time() when jetforce logged it (the answer was complete)
+    url: str
+    status: int
+    meta: str
+    size: int
+
+
+@dataclass
+class JetforceHosts:
+    """What :func:`jetforce_hosts` yields."""
+
+    listen_ports: list[int]  # where jetforce listens
+    public_ports: list[int]  # the ports URLs name (a proxy's, or the listen port)
+    log: Path  # the access log
+
+    def accesses(self) -> list[Access]:
+        """Every request logged so far, in order."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            m = _ACCESS.match(line)
+            if m:
+                found.append(Access(float(m["t"]), m["url"], int(m["status"]), m["meta"], int(m["size"])))
+        return found
+
+    def urls(self) -> list[str]:
+        return [a.url for a in self.accesses()]
+
+
+@contextmanager
+def jetforce_hosts(
+    roots: Sequence[Path], public_ports: Sequence[int | None] | None = None, hostname: str = "localhost"
+) -> Iterator[JetforceHosts]:
+    """jetforce serving each of ``roots`` on its own port of 127.0.0.1, all in one process.
+
+    Distinct ports are distinct authorities (``gemini://localhost:PORT``), so one process plays
+    many hosts, which a 2-core machine can afford. ``public_ports[i]`` (default: the listen port)
+    is the port URLs must name: the port of a logging proxy in front (jetforce answers 53 to any
+    other). CGI scripts are run from each root's ``cgi-bin``. Requests are logged with the time
+    to :attr:`JetforceHosts.log`.
+    """
+    exe_dir = Path(sys.executable).parent
+    if not (exe_dir / "jetforce").exists() and not shutil.which("jetforce"):
+        raise ServerFailed(f"jetforce not found; it is provided by {_PROVIDERS['jetforce']}")
+    with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        listen = [free_port() for _ in roots]
+        while len(set(listen)) < len(listen):
+            listen = [free_port() for _ in roots]
+        public = [p or q for p, q in zip(public_ports or [None] * len(roots), listen, strict=True)]
+        log = work / "access.log"
+        log.touch()
+        config = {
+            "host": HOST,
+            "hostname": hostname,
+            "log": str(log),
+            "sites": [
+                {"root": str(r.resolve()), "listen_port": q, "public_port": p}
+                for r, q, p in zip(roots, listen, public, strict=True)
+            ],
+        }
+        (work / "config.json").write_text(json.dumps(config))
+        (work / "jetforce_hosts.py").write_text(_JETFORCE_HOSTS)
+        cmd = [sys.executable, str(work / "jetforce_hosts.py"), str(work / "config.json")]
+        env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
+        with _serve("jetforce", cmd, listen, work, env=env, logs=[log]):
+            yield JetforceHosts(listen, public, log)
 
 
 @contextmanager

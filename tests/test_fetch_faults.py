@@ -8,13 +8,13 @@ import contextlib
 import socket
 import ssl
 import struct
-import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
 import manners
+from proxy import self_signed
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TIMEOUT = 3.0  # the whole-fetch deadline the tests give
@@ -24,19 +24,7 @@ SLACK = 1.5  # scheduling slack on a loaded machine
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ssl.SSLContext]]:
     """Two self-signed server certificates for CN=localhost (two, to see TOFU notice a change)."""
-    contexts = []
-    for n in range(2):
-        d = tmp_path_factory.mktemp(f"cert{n}")
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem"), "-days", "2",
-             "-subj", "/CN=localhost"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
-        contexts.append(ctx)
-    yield contexts
+    yield [self_signed(tmp_path_factory.mktemp(f"cert{n}")) for n in range(2)]
 
 
 async def fetch_from(handler: Handler, url: str, tls: ssl.SSLContext | None = None, **kw: object):  # type: ignore[no-untyped-def]

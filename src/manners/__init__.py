@@ -3,6 +3,7 @@
 __version__ = "0.1.0"
 
 from .cache import CacheError
+from .crawl import Crawler, Page
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
 from .robot import Policy, Robot, RobotDecision, SyncRobot
@@ -11,10 +12,12 @@ from .robots import Decision, Diagnostic, Group, RobotsTxt, parse
 __all__ = [
     "PROFILES",
     "CacheError",
+    "Crawler",
     "Decision",
     "Diagnostic",
     "FetchResult",
     "Group",
+    "Page",
     "Policy",
     "Profile",
     "Robot",

@@ -839,6 +839,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="URL", help="any URL on the server")
     common(p)
     p.set_defaults(func=cmd_fetch)
+
+    from .crawl.command import add_parser as add_crawl
+
+    add_crawl(sub)
     return parser
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,12 +34,7 @@ class SQLiteStore:
         self.location = f"sqlite://{path}"
         self._busy_timeout = busy_timeout
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
-            self._db.executescript(_SCHEMA)
-            self._db.execute("PRAGMA busy_timeout=0")  # from here on, waits are asyncio's (see _write)
+            self._db = connect(path, busy_timeout, _SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"cannot open the SQLite cache {path}: {exc}") from None
 
@@ -99,28 +94,64 @@ class SQLiteStore:
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one BEGIN IMMEDIATE transaction, waiting in asyncio while the file is busy."""
-        db = self._db
-        give_up = time.monotonic() + self._busy_timeout
-        pause = 0.0002
-        while True:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
-                if time.monotonic() > give_up:
-                    raise CacheError(
-                        f"the SQLite cache {self.location} stayed locked for {self._busy_timeout:g} s"
-                    ) from None
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 0.005)
+        what = f"the SQLite cache {self.location}"
+        for pause in begin_immediate(self._db, self._busy_timeout, what, CacheError):
+            await asyncio.sleep(pause)
+        return run_transaction(self._db, work, what, CacheError)
+
+
+def connect(path: Path, busy_timeout: float, schema: str) -> sqlite3.Connection:
+    """Open (or create) ``path`` in WAL mode with ``schema``, for ``begin_immediate`` transactions.
+
+    OSError or sqlite3.Error when the file cannot be used.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
+        db.executescript(schema)
+        db.execute("PRAGMA busy_timeout=0")  # from here on, waits are the caller's (begin_immediate)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def begin_immediate(
+    db: sqlite3.Connection, busy_timeout: float, what: str, error: type[Exception]
+) -> Iterator[float]:
+    """Begin a BEGIN IMMEDIATE transaction, yielding a pause each time another process holds the lock.
+
+    The caller sleeps each pause as it can (``time.sleep`` or ``asyncio.sleep``).  ``error``
+    (with ``what``, the file's name for people) when the lock is held longer than
+    ``busy_timeout`` or SQLite fails otherwise.
+    """
+    give_up = time.monotonic() + busy_timeout
+    pause = 0.0002
+    while True:
         try:
-            result = work(db)
-        except BaseException as exc:
-            db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
-            raise
-        db.execute("COMMIT")
-        return result
+            db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise error(f"{what} failed: {exc}") from None
+            if time.monotonic() > give_up:
+                raise error(f"{what} stayed locked for {busy_timeout:g} s") from None
+            yield pause
+            pause = min(pause * 2, 0.005)
+
+
+def run_transaction(
+    db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], what: str, error: type[Exception]
+) -> T:
+    """``work`` inside the transaction ``begin_immediate`` began: COMMIT, or ROLLBACK if it raises."""
+    try:
+        result = work(db)
+    except BaseException as exc:
+        db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise error(f"{what} failed: {exc}") from None
+        raise
+    db.execute("COMMIT")
+    return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import ssl
@@ -25,7 +26,7 @@ KNOWN_HOSTS: dict[str, str] = {}
 
 
 @functools.cache
-def _context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """Self-signed certificates are the norm in Geminispace: identity is checked by TOFU."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -73,26 +74,33 @@ async def fetch(
 async def _exchange(
     url: str, host: str, port: int, deadlines: Deadlines, max_bytes: int
 ) -> tuple[int, str, bytes, str]:
-    reader, writer = await connect(host, port, deadlines, _context())
+    reader, writer = await connect(host, port, deadlines, tls_context())
     try:
         cert = writer.get_extra_info("ssl_object").getpeercert(binary_form=True) or b""
         fingerprint = hashlib.sha256(cert).hexdigest()
         writer.write(url.encode("utf-8") + b"\r\n")
-        data = b""
-        while (header := _header(data)) is None:
-            chunk = await read_some(reader, GEMINI_HEADER_MAX + 8, deadlines)
-            if not chunk:
-                raise NetworkError(
-                    "malformed-header", "the server closed the connection before a full header"
-                )
-            data += chunk
-        status, meta, start = header
+        status, meta, _, rest = await read_header(reader, deadlines)
         body = b""
         if status == 20:
-            body = await read_to_eof(reader, data[start:], max_bytes + 1, deadlines)
+            body = await read_to_eof(reader, rest, max_bytes + 1, deadlines)
         return status, meta, body, fingerprint
     finally:
         close(writer)
+
+
+async def read_header(reader: asyncio.StreamReader, deadlines: Deadlines) -> tuple[int, str, bytes, bytes]:
+    """Read a Gemini response header: (status, meta, the header line as sent, what followed it).
+
+    NetworkError ``malformed-header`` when the line is malformed or the server closes first.
+    """
+    data = b""
+    while (header := _header(data)) is None:
+        chunk = await read_some(reader, GEMINI_HEADER_MAX + 8, deadlines)
+        if not chunk:
+            raise NetworkError("malformed-header", "the server closed the connection before a full header")
+        data += chunk
+    status, meta, start = header
+    return status, meta, data[:start], data[start:]
 
 
 def _header(data: bytes) -> tuple[int, str, int] | None:

@@ -261,6 +261,7 @@ def gemini_result(
 
 GOPHER_SELECTORS = ("robots.txt", "/robots.txt", "0/robots.txt")
 _MENU_LINE = re.compile(rb"[^\t\r\n]*\t[^\t\r\n]*\t[^\t\r\n]*\t[^\r\n]*")
+_ERROR_PAGE_LINES = 3  # gophernicus: the message, a rule, a "Gophered by" footer
 
 
 def gopher_text(raw: bytes) -> bytes | None:
@@ -271,20 +272,44 @@ def gopher_text(raw: bytes) -> bytes | None:
     menu (pygopherd, gophernicus for directories), a plain "Error: ..." page
     (gophernicus), or a menu where a file was asked for.
     """
-    lines = raw.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if lines and lines[-1] == b".":
-        raw = raw[: raw.rstrip().rfind(b".")]
-        lines.pop()
-    content = [line for line in lines if line.strip()]
-    if not content:
-        return None
-    first = content[0]
-    if first[:1] == b"3" and _MENU_LINE.fullmatch(first):
-        return None
-    if first.lstrip().lower().startswith(b"error:"):
+    text = gopher_text_body(raw)
+    content = [line for line in text.splitlines() if line.strip()]
+    if not content or gopher_error(raw) is not None:
         return None
     if all(_MENU_LINE.fullmatch(line) for line in content):
         return None  # a menu, not a text file
+    return text
+
+
+def gopher_text_body(raw: bytes) -> bytes:
+    """A text reply without its final lone "." line (the draft: clients SHOULD NOT show
+    it, and only a "." just before the connection closes ends the text)."""
+    end = len(raw.rstrip())
+    if raw[:end] == b"." or raw[:end].endswith(b"\n."):
+        return raw[: end - 1]
     return raw
+
+
+def gopher_error(raw: bytes) -> str | None:
+    """The message of a reply that says "error" instead of answering, else None.
+
+    Two shapes: a type-3 item first (the draft's rule; pygopherd, gophernicus for a
+    directory), and gophernicus' plain page for a missing file, a first line
+    "Error: ..." and at most two more lines.  An empty reply is not an error here.
+    """
+    lines = [line for line in gopher_text_body(raw).splitlines() if line.strip()]
+    if not lines:
+        return None
+    first = lines[0]
+    if first[:1] == b"3" and _MENU_LINE.fullmatch(first):
+        display, selector = first[1:].split(b"\t")[:2]
+        return printable((display.strip() or selector.strip() or b"error").decode("utf-8", "replace"))
+    if first.lstrip()[:6].lower() == b"error:" and len(lines) <= _ERROR_PAGE_LINES:
+        return printable(first.strip().decode("utf-8", "replace"))
+    return None
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Text from the network made safe to log or show: control characters become "?"."""
+    clean = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return clean if len(text) <= limit else clean + "…"

@@ -1,0 +1,145 @@
+"""Raw Gemini and Gopher requests for the crawler: deadlines, a size cap, trust on first use.
+
+Never raises for anything a server or the network does: the failure is ``Response.error``.
+Connecting and each read get their own deadline and the whole exchange a total one, so a
+server that trickles a byte a second or never closes holds a worker for ``timeout`` at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+
+from ..fetch.gemini import read_header, tls_context
+from ..fetch.locations import split_authority
+from ..fetch.net import Deadlines, NetworkError, close, connect, read_to_eof
+from .urls import gopher_ref
+
+MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2)
+
+
+@dataclass(frozen=True)
+class Response:
+    """One request and what came back: ``raw`` is every byte read (at most header + max_bytes)."""
+
+    url: str
+    request: bytes  # as sent: the URL (Gemini) or selector (Gopher) and CRLF
+    raw: bytes  # header line and body (Gemini), the reply as is (Gopher); for the WARC
+    truncated: bool  # the body went on past max_bytes and was cut
+    status: int | None  # Gemini status; None for Gopher and for failures
+    meta: str
+    body: bytes  # Gemini: after the header; Gopher: the reply
+    error: str | None  # why nothing usable came back (network, malformed header, deadline)
+    fingerprint: str | None  # SHA-256 of the Gemini server's certificate
+    peer: str | None  # the server's IP address
+    fingerprint_changed: bool = False  # differs from the one known for host:port (recorded, not fatal)
+    previous_fingerprint: str | None = None
+
+
+def _failed(url: str, request: bytes, why: str, fingerprint: str | None = None) -> Response:
+    return Response(url, request, b"", False, None, "", b"", why, fingerprint, None)
+
+
+async def gemini_get(
+    url: str, *, timeout: float, max_bytes: int, known_hosts: MutableMapping[str, str]
+) -> Response:
+    """Request ``url`` (absolute, at most 1024 bytes) over TLS with SNI.
+
+    ``known_hosts`` maps ``host:port`` to certificate fingerprints: the first seen is
+    kept; a different one is reported in ``fingerprint_changed`` and the answer still used.
+    """
+    request = url.encode("utf-8") + b"\r\n"
+    if len(request) - 2 > MAX_REQUEST:
+        return _failed(url, request, f"the URL is longer than the {MAX_REQUEST} bytes Gemini allows")
+    try:
+        host, port = split_authority(url)
+    except ValueError as exc:
+        return _failed(url, request, str(exc))
+    deadlines = Deadlines.of(timeout)
+    state: dict[str, str] = {}
+    try:
+        return await asyncio.wait_for(
+            _gemini(url, request, host, port, deadlines, max_bytes, known_hosts, state), timeout
+        )
+    except (TimeoutError, asyncio.TimeoutError):
+        return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s",
+                       fingerprint=state.get("fingerprint"))  # fmt: skip
+    except NetworkError as exc:
+        return _failed(url, request, f"{exc.name}: {exc.why}", fingerprint=state.get("fingerprint"))
+    except OSError as exc:  # anything else the socket layer raises is a network failure too
+        return _failed(url, request, f"network-error: {exc}")
+
+
+async def _gemini(
+    url: str,
+    request: bytes,
+    host: str,
+    port: int,
+    deadlines: Deadlines,
+    max_bytes: int,
+    known_hosts: MutableMapping[str, str],
+    state: dict[str, str],
+) -> Response:
+    reader, writer = await connect(host, port, deadlines, tls_context())
+    try:
+        ssl_object = writer.get_extra_info("ssl_object")
+        cert = (ssl_object.getpeercert(binary_form=True) if ssl_object else None) or b""
+        fingerprint = state["fingerprint"] = hashlib.sha256(cert).hexdigest()
+        peer = _peer(writer)
+        key = f"{host}:{port}"
+        before = known_hosts.get(key)
+        if before is None:
+            known_hosts[key] = fingerprint
+        changed = before is not None and before != fingerprint
+        writer.write(request)
+        status, meta, head, body = await read_header(reader, deadlines)
+        if status // 10 == 2:
+            body = await read_to_eof(reader, body, max_bytes + 1, deadlines)
+        else:
+            body = b""  # only a success has a body
+        truncated = len(body) > max_bytes
+        body = body[:max_bytes]
+        return Response(url, request, head + body, truncated, status, meta, body, None, fingerprint,
+                        peer, changed, before if changed else None)  # fmt: skip
+    finally:
+        close(writer)
+
+
+def _peer(writer: asyncio.StreamWriter) -> str | None:
+    name = writer.get_extra_info("peername")
+    return str(name[0]) if isinstance(name, tuple) and name else None
+
+
+async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
+    """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes."""
+    try:
+        ref = gopher_ref(url)
+        host, port, request = ref.host.strip("[]"), ref.port, ref.request()
+    except (ValueError, UnicodeError) as exc:
+        return _failed(url, b"", str(exc))
+    deadlines = Deadlines.of(timeout)
+    try:
+        return await asyncio.wait_for(_gopher(url, request, host, port, deadlines, max_bytes), timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s")
+    except NetworkError as exc:
+        return _failed(url, request, f"{exc.name}: {exc.why}")
+    except OSError as exc:
+        return _failed(url, request, f"network-error: {exc}")
+
+
+async def _gopher(
+    url: str, request: bytes, host: str, port: int, deadlines: Deadlines, max_bytes: int
+) -> Response:
+    reader, writer = await connect(host, port, deadlines)
+    try:
+        peer = _peer(writer)
+        writer.write(request)
+        raw = await read_to_eof(reader, b"", max_bytes + 1, deadlines)
+        truncated = len(raw) > max_bytes
+        raw = raw[:max_bytes]
+        return Response(url, request, raw, truncated, None, "", raw, None, None, peer)
+    finally:
+        close(writer)

@@ -1,0 +1,162 @@
+"""What a person sees while the crawler works: a live display on a terminal, plain lines when piped.
+
+Everything shown that came from the network (URLs, titles, reasons) goes through ``safe``
+first: a server cannot move the cursor, clear the screen or retitle the terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Any, TextIO
+
+from .crawler import Crawler, Page, Stats
+
+RECENT = 6  # pages and disallowed URLs shown in the live display
+PLAIN_EVERY = 5.0  # seconds between plain progress lines
+
+
+def safe(text: object, limit: int = 200) -> str:
+    """``text`` with control characters (C0, DEL, C1, bidi overrides...) written as escapes."""
+    s = str(text)
+    out = []
+    for c in s[:limit]:
+        if c.isprintable() or c == " ":
+            out.append(c)
+        else:
+            code = ord(c)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out) + ("…" if len(s) > limit else "")
+
+
+def size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def status_line(s: Stats) -> str:
+    elapsed = max(time.time() - s.started, 1e-9)
+    return (
+        f"fetched {s.fetched}, queued {s.queued}, disallowed {s.disallowed}, errors {s.errors},"
+        f" redirects {s.redirects}, skipped {s.skipped}, {size(s.bytes)}, {s.fetched / elapsed:.1f} pages/s,"
+        f" hosts active {s.hosts_active}, waiting {len(s.waiting) + len(s.parked)}"
+    )
+
+
+def describe(page: Page) -> str:
+    """One line about a settled page, safe for a terminal."""
+    if page.outcome == "disallowed" and page.decision is not None:
+        d = page.decision
+        why = f"line {d.line}: {d.rule}" if d.line is not None else d.reason
+        return f"disallowed  {safe(page.url)}  ({safe(why)})"
+    if page.outcome == "redirect":
+        return f"redirect    {safe(page.url)} -> {safe(page.target)}"
+    if page.outcome in ("error", "skipped"):
+        return f"{page.outcome:<10}  {safe(page.url)}  ({safe(page.reason)})"
+    what = page.mime or (f"type {page.item_type}" if page.item_type else "")
+    title = f"  “{safe(page.title, 60)}”" if page.title else ""
+    return f"fetched     {safe(page.url)}  {what} {size(page.bytes)}{title}"
+
+
+class Progress:
+    """Feed it each page (``page()``) and call ``tick()`` often; ``close()`` at the end."""
+
+    def __init__(self, crawler: Crawler, stream: TextIO | None = None, live: bool | None = None) -> None:
+        from rich.console import Console
+
+        self.crawler = crawler
+        self.stream = stream or sys.stderr
+        self.console = Console(file=self.stream, highlight=False)
+        self.live_mode = self.console.is_terminal if live is None else live
+        self.recent: deque[str] = deque(maxlen=RECENT)
+        self.disallowed: deque[str] = deque(maxlen=RECENT)
+        self._last_plain = 0.0
+        self._live: Any = None
+        if self.live_mode:
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+            self._live.start()
+
+    def page(self, page: Page) -> None:
+        line = describe(page)
+        (self.disallowed if page.outcome == "disallowed" else self.recent).append(line)
+        self.tick()
+
+    def tick(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+        elif time.monotonic() - self._last_plain >= PLAIN_EVERY:
+            self._last_plain = time.monotonic()
+            print(f"manners crawl: {status_line(self.crawler.stats)}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.stop()
+            self._live = None
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        s = self.crawler.stats
+        figures = Table.grid(padding=(0, 2))
+        for _ in range(6):
+            figures.add_column()
+        elapsed = max(time.time() - s.started, 1e-9)
+        figures.add_row("fetched", str(s.fetched), "queued", str(s.queued), "bytes", size(s.bytes))
+        figures.add_row("disallowed", str(s.disallowed), "errors", str(s.errors), "pages/s",
+                        f"{s.fetched / elapsed:.1f}")  # fmt: skip
+        figures.add_row("redirects", str(s.redirects), "skipped", str(s.skipped), "hosts active",
+                        str(s.hosts_active))  # fmt: skip
+        parts: list[Any] = [Text("manners crawl", style="bold"), figures]
+        waiting = {**dict(s.waiting), **dict(s.parked)}
+        if waiting:
+            parts.append(Text("hosts waiting:", style="bold"))
+            for auth, why in list(waiting.items())[:RECENT]:
+                parts.append(Text(f"  {safe(auth)}  {safe(why)}", style="yellow"))
+            if len(waiting) > RECENT:
+                parts.append(Text(f"  ... and {len(waiting) - RECENT} more", style="dim"))
+        if self.disallowed:
+            parts.append(Text("disallowed (never requested):", style="bold"))
+            parts.extend(Text("  " + line, style="red") for line in self.disallowed)
+        if self.recent:
+            parts.append(Text("latest:", style="bold"))
+            parts.extend(Text("  " + line, style="dim") for line in self.recent)
+        return Group(*parts)
+
+
+def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
+    """The end of a crawl, for --json and for people."""
+    s = crawler.stats
+    elapsed = time.time() - s.started
+    out = crawler.out
+    files = [str(out / "pages.jsonl"), str(out / "frontier.sqlite3")]
+    if crawler.warc is not None:
+        files += [str(p) for p in crawler.warc.paths]
+    return {
+        "completed": s.completed and not interrupted,
+        "interrupted": interrupted,
+        "limit": s.limit,
+        "fetched": s.fetched,
+        "disallowed": s.disallowed,
+        "redirects": s.redirects,
+        "errors": s.errors,
+        "skipped": s.skipped,
+        "retries": s.retries,
+        "requests": s.requests,
+        "bytes": s.bytes,
+        "queued": s.queued,
+        "seconds": round(elapsed, 3),
+        "pages_per_second": round(s.fetched / elapsed, 2) if elapsed > 0 else 0.0,
+        "parked": {safe(a): safe(why) for a, why in s.parked.items()},
+        "recovered": getattr(crawler, "recovered", 0),
+        "out": str(out),
+        "files": files,
+    }

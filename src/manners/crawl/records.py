@@ -1,0 +1,105 @@
+"""``pages.jsonl``: one JSON object per settled URL, for people and scripts.
+
+Lines are appended and flushed one at a time, so a reader tailing the file sees whole lines
+except, at worst, the one being written.  A process killed mid-line leaves a torn last line;
+when the log is opened again (a resumed crawl), that partial line is cut off, back to the last
+newline, before anything is appended, so the file stays one valid object per line.  The torn
+URL was still in flight in the frontier, so the resumed crawl settles it again and writes its line.
+
+Output is UTF-8 JSON.  Network text may hold bytes that are not UTF-8: ``bytes`` values are
+decoded with backslash escapes, and strings carrying lone surrogates (``surrogateescape``
+decoding) get the same treatment, so ``\\xff`` appears as the four characters ``\\xff``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+
+class PageLog:
+    """Appends records to ``path``, cutting a torn last line first (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.cut = _cut_torn_line(path)  # bytes dropped from a torn last line, for the record
+        self._out: BinaryIO = open(path, "ab")  # noqa: SIM115 (kept open; closed in close())
+
+    def write(self, record: dict[str, object]) -> None:
+        """Append ``record`` as one line and flush it."""
+        try:
+            line = json.dumps(record, ensure_ascii=False, default=_bytes).encode("utf-8")
+        except UnicodeEncodeError:
+            line = json.dumps(_clean(record), ensure_ascii=False, default=_bytes).encode("utf-8")
+        self._out.write(line + b"\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        if not self._out.closed:
+            self._out.flush()
+            os.fsync(self._out.fileno())
+            self._out.close()
+
+    def __enter__(self) -> PageLog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _cut_torn_line(path: Path) -> int:
+    """Truncate ``path`` after its last newline if it does not end with one; return bytes cut."""
+    try:
+        handle = open(path, "r+b")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        return 0
+    with handle:
+        size = handle.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            if end == size and chunk.endswith(b"\n"):
+                return 0
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        else:
+            keep = 0
+        handle.truncate(keep)
+        return size - keep
+
+
+def _bytes(value: object) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _clean(value: object) -> object:
+    """``value`` with lone surrogates in its strings turned into backslash escapes of their bytes."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = value.encode("utf-8", "surrogateescape") if _escapable(value) else None
+            if raw is not None:
+                return raw.decode("utf-8", "backslashreplace")
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _escapable(text: str) -> bool:
+    """Whether every surrogate in ``text`` came from ``surrogateescape`` (U+DC80..U+DCFF)."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
