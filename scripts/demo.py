@@ -22,7 +22,7 @@ import servers
 import smallnet_site
 from proxy import logging_proxy
 
-CRAWL_TIMEOUT = 300.0  # seconds: the demo site takes a few seconds at --min-delay 0.2
+CRAWL_TIMEOUT = 300.0  # seconds: the demo site takes about 20 s at the default 1 s delay
 
 
 def say(text: str) -> None:
