@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import servers
 import smallnet_site
+from manners.terminal import safe
 from proxy import logging_proxy
 
 CRAWL_TIMEOUT = 300.0  # seconds: the demo site takes about 20 s at the default 1 s delay
@@ -47,7 +48,8 @@ def show_results(out: Path) -> None:
             refused.append(record)
     say(f"{len(refused)} URL(s) disallowed by robots.txt, never requested:")
     for record in refused:
-        print(f"  {record.get('url')}\n      robots.txt line {record.get('line')}: {record.get('rule')}")
+        url, rule = safe(str(record.get("url"))), safe(str(record.get("rule")))
+        print(f"  {url}\n      robots.txt line {record.get('line')}: {rule}")
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ between the Web, Gemini, Gopher and 1994 readings are all in one table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 
@@ -57,13 +57,10 @@ GEMINI = Profile(
     preamble="star",
     always_allowed=frozenset({"/robots.txt"}),
 )
-GEMINI_TARGETED = Profile(
-    "gemini-targeted",
-    "Gemini, as the list proposal has it: only the most targeted group decides",
-    target="rfc3986",
-    virtual_agents=True,
-    preamble="star",
-    always_allowed=frozenset({"/robots.txt"}),
+GEMINI_TARGETED = replace(
+    GEMINI,
+    name="gemini-targeted",
+    summary="Gemini, as the list proposal has it: only the most targeted group decides",
     roles="targeted",
 )
 GOPHER = Profile(

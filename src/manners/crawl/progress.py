@@ -11,6 +11,7 @@ import time
 from collections import deque
 from typing import Any, TextIO
 
+from .. import terminal
 from .crawler import Crawler, Page, Stats
 
 RECENT = 6  # pages and disallowed URLs shown in the live display
@@ -18,16 +19,9 @@ PLAIN_EVERY = 5.0  # seconds between plain progress lines
 
 
 def safe(text: object, limit: int = 200) -> str:
-    """``text`` with control characters (C0, DEL, C1, bidi overrides...) written as escapes."""
+    """``text`` escaped as everywhere else (manners.terminal), and cut at ``limit`` characters."""
     s = str(text)
-    out = []
-    for c in s[:limit]:
-        if c.isprintable() or c == " ":
-            out.append(c)
-        else:
-            code = ord(c)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out) + ("…" if len(s) > limit else "")
+    return terminal.safe(s[:limit]) + ("…" if len(s) > limit else "")
 
 
 def size(n: float) -> str:

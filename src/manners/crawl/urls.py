@@ -234,8 +234,7 @@ def normalise(url: str, base: str | None = None) -> str:
 
 def authority(url: str) -> str:
     """``scheme://host:port`` with the port always written: the unit of politeness."""
-    parts = _split(normalise(url))
-    a = _authority(parts)
+    a = _authority(_split(url.strip(_STRIP)))  # lower-cases, IDNA-encodes, drops the default port
     port = a.port if a.port is not None else DEFAULT_PORTS.get(a.scheme)
     return f"{a.scheme}://{a.host}" + (f":{port}" if port is not None else "")
 
