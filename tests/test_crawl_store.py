@@ -446,3 +446,57 @@ def test_warc_bodies_are_gzip_members_each(tmp_path: Path) -> None:
     data = writer.paths[0].read_bytes()
     assert data.count(b"\x1f\x8b\x08") >= 3  # warcinfo, request, response: separately decompressible
     assert gzip.decompress(data).count(b"WARC/1.1\r\n") == 3
+
+
+def test_changes_asked_for_together_share_a_commit_in_order(tmp_path: Path) -> None:
+    """lease and done are asked for when called: a page settled and the next lease asked for in
+    the same turn are applied in that order (the lease sees the settled page's links)."""
+
+    async def test(f: SQLiteFrontier) -> None:
+        await f.add(A + "/", 0)
+        first = await f.lease(A, "me", 60)
+        assert first is not None
+        settled = f.done(first.url, "fetched", [A + "/next"], depth=1)
+        asked = f.lease(A, "me", 60)  # before the settling is awaited
+        await settled
+        assert await asked == Lease(A + "/next", 1, 0, A + "/", 0)
+        assert await f.counts() == {"queued": 0, "in_flight": 1, "done": 1, "fetched": 1}
+
+    run(test, tmp_path / "f.sqlite3")
+
+
+def test_a_failing_change_fails_only_its_own_caller(tmp_path: Path) -> None:
+    def strict(url: str) -> str:
+        if "bad" in url:
+            raise ValueError(f"no authority in {url}")
+        return authority(url)
+
+    async def main() -> None:
+        f = SQLiteFrontier(tmp_path / "f.sqlite3", authority_of=strict)
+        try:
+            await f.add(A + "/", 0)
+            lease = await f.lease(A, "me", 60)
+            assert lease is not None
+            good = f.done(lease.url, "fetched", [A + "/1"])
+            bad = f.add_many(["gemini://bad/"], 0)  # the same turn: the same transaction at first
+            results = await asyncio.gather(good, bad, return_exceptions=True)
+            assert results[0] is None
+            assert isinstance(results[1], ValueError)
+            assert await f.counts() == {"queued": 1, "in_flight": 0, "done": 1, "fetched": 1}
+        finally:
+            await f.close()
+
+    asyncio.run(main())
+
+
+def test_close_commits_what_was_asked_for(tmp_path: Path) -> None:
+    async def main() -> None:
+        f = open_frontier(tmp_path / "f.sqlite3")
+        asked = f.add_many([A + "/1", A + "/2"], 0)
+        await f.close()
+        assert await asked == [A + "/1", A + "/2"]
+        again = open_frontier(tmp_path / "f.sqlite3")
+        assert (await again.counts())["queued"] == 2
+        await again.close()
+
+    asyncio.run(main())

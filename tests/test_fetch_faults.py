@@ -276,3 +276,48 @@ def test_gopher_tries_each_selector_then_gives_up() -> None:
 def test_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="timeout"):
         asyncio.run(manners.fetch_robots("http://127.0.0.1/", timeout=0))
+
+
+# -- the resolver ---------------------------------------------------------------------
+
+
+def test_a_host_name_is_resolved_once_and_asked_again_when_nothing_answers() -> None:
+    """A crawler asks for one host thousands of times: the resolver is asked once per
+    RESOLVED_TTL, and again at once when none of the host's addresses accepts a connection."""
+    from manners.fetch import net
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        asked: list[str] = []
+        real = loop.getaddrinfo
+
+        async def counting(host: str, port: int, **kw: object):  # type: ignore[no-untyped-def]
+            asked.append(host)
+            return await real(host, port, **kw)  # type: ignore[arg-type]
+
+        loop.getaddrinfo = counting  # type: ignore[method-assign]
+
+        async def menu(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readline()
+            writer.write(b"User-agent: *\r\nDisallow: /private\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(menu, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        net._RESOLVED.clear()
+        try:
+            for _ in range(3):
+                r = await manners.fetch_robots(f"gopher://localhost:{port}/", timeout=TIMEOUT)
+                assert r.status == "gopher-ok" and not r.robots.allowed("/private/x")
+            assert asked == ["localhost"]
+        finally:
+            server.close()
+            await server.wait_closed()
+        r = await manners.fetch_robots(f"gopher://localhost:{port}/", timeout=TIMEOUT)
+        assert r.status == "connection-refused"
+        assert ("localhost", port) not in net._RESOLVED
+        await manners.fetch_robots(f"gopher://localhost:{port}/", timeout=TIMEOUT)
+        assert asked == ["localhost", "localhost"]
+
+    asyncio.run(main())

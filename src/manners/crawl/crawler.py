@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +42,7 @@ MAX_ATTEMPTS = 3  # temporary failures (40-44) are retried this many times
 RETRY_BASE = 2.0  # seconds before the first retry of a temporary failure; doubles each time
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
+_Settling = tuple[Awaitable[None], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
 
 
@@ -263,6 +264,7 @@ class Crawler:
         self._slow: dict[str, float] = {}  # authority -> the last 44 backoff without a number
         self._introduced: set[str] = set()
         self._full: set[str] = set()  # authorities at max_per_host
+        self._settling: dict[str, _Settling] = {}  # leased URL -> its page, settled but not yet committed
         queue: asyncio.Queue[Page | None] = asyncio.Queue(maxsize=4 * self.concurrency)
         self._queue = queue
         runner = asyncio.ensure_future(self._run())
@@ -357,34 +359,56 @@ class Crawler:
     # -- one authority --------------------------------------------------------------------
 
     async def _work(self, auth: str) -> None:
-        """Lease and settle this authority's ready URLs one at a time, until none is ready."""
+        """Lease and settle this authority's ready URLs one at a time, until none is ready.
+
+        The next lease is asked for before the last page's settling is awaited, so that the two
+        share a commit: one wait on the frontier per page, not two."""
         ttl = self.max_delay + 4 * self.timeout + 60
+        settling: _Settling | None = None
         try:
             while not self._stop.is_set():
-                if self.max_per_host is not None and await self.frontier.host_done(auth) >= self.max_per_host:
-                    self._full.add(auth)
-                    return
+                if self.max_per_host is not None:
+                    await self._confirm(settling)  # host_done must count the last page
+                    settling = None
+                    if await self.frontier.host_done(auth) >= self.max_per_host:
+                        self._full.add(auth)
+                        break
                 if self._limit_reached():
-                    return
-                lease = await self.frontier.lease(auth, self.owner, ttl)
+                    break
+                asked = self.frontier.lease(auth, self.owner, ttl)
+                await self._confirm(settling)
+                settling = None
+                lease = await asked
                 if lease is None:
-                    return
+                    break
                 self._reserved += 1
                 try:
                     again = await self._settle(auth, lease)
                 finally:
                     self._reserved -= 1
+                settling = self._settling.pop(lease.url, None)
                 if not again:
-                    return
+                    break
+            await self._confirm(settling)
         finally:
             self.stats.waiting.pop(auth, None)
+
+    async def _confirm(self, settling: _Settling | None) -> None:
+        """Wait for a page's settling to be committed, then yield it."""
+        if settling is None:
+            return
+        settled, page, linked = settling
+        await settled
+        if linked:
+            self._wake.set()
+        await self._emit(page)
 
     async def _settle(self, auth: str, lease: Lease) -> bool:
         """Handle one leased URL; False when the authority must be left alone for a while."""
         url = lease.url
         decision = await self.robot.decide(url)
         if not decision.allowed:
-            await self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
+            self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
             return True
         policy = await self.robot.policy(url)
@@ -433,7 +457,7 @@ class Crawler:
             log.warning("%s: the certificate changed (was %s, now %s); going on", auth,
                         r.previous_fingerprint, r.fingerprint)  # fmt: skip
         if r.error is not None or r.status is None:
-            await self._finish(Page(url, "error", depth, now, reason=r.error, **base))
+            self._finish(Page(url, "error", depth, now, reason=r.error, **base))
             return True
         self._archive(r, "gemini", now)
         action = meaning.gemini_action(r.status, r.meta, url)
@@ -446,7 +470,7 @@ class Crawler:
                 found = _resolve((link.target for link in gemtext.links(text)), url)
             page = Page(url, "fetched", depth, now, mime=action.mime, title=title, body=r.body,
                         links=tuple(found), truncated=r.truncated, **_digest(r.body), **base)  # fmt: skip
-            await self._finish(page, await self._follow(found, depth + 1))
+            self._finish(page, await self._follow(found, depth + 1))
             return True
         if action.kind == "redirect":
             target = action.target
@@ -456,16 +480,16 @@ class Crawler:
                 target = None
             if target is None or target.split(":", 1)[0] not in SCHEMES:
                 reason = f"{r.status} {r.meta}: a redirect to nowhere the crawler can follow"
-                await self._finish(Page(url, "error", depth, now, reason=reason, **base))
+                self._finish(Page(url, "error", depth, now, reason=reason, **base))
                 return True
             if lease.redirects >= MAX_REDIRECTS:
                 reason = f"more than {MAX_REDIRECTS} redirects in a row"
-                await self._finish(Page(url, "error", depth, now, target=target, reason=reason, **base))
+                self._finish(Page(url, "error", depth, now, target=target, reason=reason, **base))
                 return True
             page = Page(url, "redirect", depth, now, target=target, links=(target,),
                         permanent=action.permanent, **base)  # fmt: skip
             follow = [target] if self._in_scope(target) else []
-            await self._finish(page, follow, depth=depth, redirects=lease.redirects + 1)
+            self._finish(page, follow, depth=depth, redirects=lease.redirects + 1)
             return True
         if action.kind == "slow-down":
             wait = action.wait
@@ -475,7 +499,7 @@ class Crawler:
         if action.kind == "retry":
             return await self._again(auth, lease, r, base, RETRY_BASE * 2**lease.attempts, slow=False)
         kind: Outcome = "skipped" if action.kind in ("input", "certificate") else "error"
-        await self._finish(Page(url, kind, depth, now, reason=action.reason, **base))
+        self._finish(Page(url, kind, depth, now, reason=action.reason, **base))
         return True
 
     async def _again(self, auth: str, lease: Lease, r: Response, base: dict[str, Any], wait: float,
@@ -484,7 +508,7 @@ class Crawler:
         now = time.time()
         if lease.attempts + 1 >= MAX_ATTEMPTS:
             reason = f"{r.status} {r.meta}".strip() + f" (still, after {MAX_ATTEMPTS} attempts)"
-            await self._finish(Page(lease.url, "error", lease.depth, now, reason=reason, **base))
+            self._finish(Page(lease.url, "error", lease.depth, now, reason=reason, **base))
         else:
             self.stats.retries += 1
             await self.frontier.retry(lease.url, now + wait)
@@ -504,7 +528,7 @@ class Crawler:
         item_type = _item_type(url) or "1"
         base: dict[str, Any] = {"decision": decision, "item_type": item_type}
         if r.error is not None:
-            await self._finish(Page(url, "error", depth, now, reason=r.error, **base))
+            self._finish(Page(url, "error", depth, now, reason=r.error, **base))
             return True
         self._archive(r, "gopher", now)
         binary = item_type in gophermap.BINARY_TYPES
@@ -512,14 +536,14 @@ class Crawler:
         if error is not None or (not r.body and not binary):
             reason = error or "the server sent nothing"
             if _is_caps(url):  # caps.txt is optional: its absence is no error of the crawl's
-                await self._finish(Page(url, "skipped", depth, now, reason=f"no caps.txt: {reason}", **base))
+                self._finish(Page(url, "skipped", depth, now, reason=f"no caps.txt: {reason}", **base))
             else:
-                await self._finish(Page(url, "error", depth, now, reason=reason, **base))
+                self._finish(Page(url, "error", depth, now, reason=reason, **base))
             return True
         if item_type == "1":
             menu = gophermap.parse_menu(r.body)
             if menu.error is not None:
-                await self._finish(Page(url, "error", depth, now, reason=menu.error, **base))
+                self._finish(Page(url, "error", depth, now, reason=menu.error, **base))
                 return True
             follow: dict[str, None] = {}
             found: dict[str, None] = {}
@@ -539,13 +563,13 @@ class Crawler:
                     found[target] = None
             page = Page(url, "fetched", depth, now, title=menu.title, body=r.body, links=tuple(found),
                         mirrors=tuple(mirrors), truncated=r.truncated, **_digest(r.body), **base)  # fmt: skip
-            await self._finish(page, await self._follow(follow, depth + 1))
+            self._finish(page, await self._follow(follow, depth + 1))
             return True
         body = r.body if binary else gophermap.text_body(r.body)
         if _is_caps(url):
             await self.frontier.set_meta("caps:" + urls.authority(url), body.decode("utf-8", "replace"))
         page = Page(url, "fetched", depth, now, body=body, truncated=r.truncated, **_digest(r.body), **base)
-        await self._finish(page)
+        self._finish(page)
         return True
 
     # -- shared ---------------------------------------------------------------------------
@@ -582,19 +606,16 @@ class Crawler:
         if self.warc is not None:
             self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
 
-    async def _finish(
-        self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0
-    ) -> None:
+    def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0) -> None:
         """pages.jsonl, then the frontier (with the links, in one transaction): a kill between the
-        two re-fetches this page only."""
+        two re-fetches this page only.  The worker awaits the settling with its next lease, and the
+        page is yielded once it is committed."""
         self.pages.write(page.record())
         links = list(links)
-        await self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects)
-        if links:
-            self._wake.set()
+        settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects)
         if page.outcome in ("fetched", "redirect", "error"):
             self._settled_requests += 1
-        await self._emit(page)
+        self._settling[page.url] = (settled, page, bool(links))
 
 
 def check_seed(seed: str) -> str:

@@ -18,14 +18,19 @@ file reaches ``max_size``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import uuid
+import zlib
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from io import BytesIO
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from warcio.statusandheaders import StatusAndHeadersParser  # type: ignore[import-untyped]
+from warcio.recordloader import ArcWarcRecord  # type: ignore[import-untyped]
+from warcio.statusandheaders import StatusAndHeaders  # type: ignore[import-untyped]
 from warcio.timeutils import datetime_to_iso_date  # type: ignore[import-untyped]
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
@@ -77,28 +82,24 @@ class WarcWriter:
     ) -> None:
         """Write the request and response records of ``url`` and make them durable."""
         out, writer = self._open()
-        request_type, response_type = CONTENT_TYPES[scheme]
         date = datetime_to_iso_date(
             datetime.fromtimestamp(fetched_at, timezone.utc).replace(tzinfo=None), use_micros=True
         )
-        request_id = StatusAndHeadersParser.make_warc_id()
-        response_id = StatusAndHeadersParser.make_warc_id()
-        common = {"WARC-Target-URI": url, "WARC-Date": date}
-        if ip:
-            common["WARC-IP-Address"] = ip
-        for kind, record_id, other_id, content_type, block in (
-            ("request", request_id, response_id, request_type, request),
-            ("response", response_id, request_id, response_type, response),
+        ids = (f"<urn:uuid:{uuid.uuid4()}>", f"<urn:uuid:{uuid.uuid4()}>")
+        for k, (kind, content_type, block) in enumerate(
+            zip(("request", "response"), CONTENT_TYPES[scheme], (request, response), strict=True)
         ):
-            headers = {**common, "WARC-Record-ID": record_id, "WARC-Concurrent-To": other_id}
-            record = writer.create_warc_record(
-                url,
-                kind,
-                payload=BytesIO(block),
-                length=len(block),
-                warc_content_type=content_type,
-                warc_headers_dict=headers,
-            )
+            # Every header written here, digests included, so warcio has nothing left to compute or find.
+            digest = "sha1:" + base64.b32encode(hashlib.sha1(block).digest()).decode("ascii")
+            headers = [("WARC-Type", kind), ("WARC-Record-ID", ids[k]), ("WARC-Date", date),
+                       ("WARC-Target-URI", url), ("WARC-Concurrent-To", ids[1 - k])]  # fmt: skip
+            if ip:
+                headers.append(("WARC-IP-Address", ip))
+            headers += [("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest),
+                        ("Content-Type", content_type), ("Content-Length", str(len(block)))]  # fmt: skip
+            record = ArcWarcRecord("warc", kind, StatusAndHeaders(WARC_VERSION, headers), BytesIO(block),
+                                   None, content_type, len(block))  # fmt: skip
+            record.payload_length = len(block)
             writer.write_record(record)
         self._sync(out)
         if out.tell() >= self.max_size:
@@ -124,7 +125,7 @@ class WarcWriter:
                 break
             except FileExistsError:
                 continue
-        writer = WARCWriter(out, gzip=True, warc_version=WARC_VERSION)
+        writer = WARCWriter(_GzipMembers(out), gzip=False, warc_version=WARC_VERSION)
         fields = {
             "software": f"manners/{__version__}",
             "format": "WARC File Format 1.1",
@@ -148,3 +149,26 @@ class WarcWriter:
             os.fsync(self._file.fileno())  # whatever ``fsync`` says per record: durable once closed
             self._file.close()
         self._file = self._writer = None
+
+
+class _GzipMembers:
+    """What warcio writes between two of its flushes (one record) as one gzip member, as readers
+    expect.  warcio's own wrapper gives each record zlib's default state, 256 KiB set up and
+    cleared per member, which costs more than compressing a small page; here the window and the
+    hash table are sized to the record, so a small record is cheap and a large one compresses as
+    well as before."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        data = b"".join(self._parts)
+        self._parts = []
+        bits = min(max(len(data).bit_length(), 10), 15)  # window: 1 KiB up to zlib's 32 KiB
+        member = zlib.compressobj(6, zlib.DEFLATED, 16 + bits, max(bits - 7, 1))  # 16+: gzip framing
+        self.raw.write(member.compress(data) + member.flush())

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import ipaddress
 import socket
 import ssl
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 
@@ -38,12 +41,58 @@ async def connect(
     host: str, port: int, deadlines: Deadlines, tls: ssl.SSLContext | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     try:
-        return await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
-            deadlines.connect,
-        )
+        return await asyncio.wait_for(_connect(host, port, tls), deadlines.connect)
     except BaseException as exc:
         raise failure(exc, f"connecting to {host}:{port}") from exc
+
+
+async def _connect(
+    host: str, port: int, tls: ssl.SSLContext | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Each of the host's addresses in turn (TLS still names the host)."""
+    addresses = await resolve(host, port)
+    for i, address in enumerate(addresses):
+        try:
+            return await asyncio.open_connection(
+                address, port, ssl=tls, server_hostname=host if tls else None
+            )
+        except OSError:
+            if i == len(addresses) - 1:
+                _RESOLVED.pop((host, port), None)  # none answered: ask the resolver again next time
+                raise
+    raise socket.gaierror(socket.EAI_NONAME, "no address")  # getaddrinfo gives one at least
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """The host's addresses, from the resolver once per RESOLVED_TTL seconds.
+
+    A crawler asks for the same few hosts thousands of times: asking the resolver each time
+    costs a thread hop per request (asyncio resolves in an executor), and that thread's
+    contention for the GIL slows everything else the process does.
+    """
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return [host.strip("[]")]
+    except ValueError:
+        pass
+    now = time.monotonic()
+    cached = _RESOLVED.get((host, port))
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses:
+        raise socket.gaierror(socket.EAI_NONAME, "no address")
+    _RESOLVED[(host, port)] = (now + RESOLVED_TTL, addresses)
+    _RESOLVED.move_to_end((host, port))
+    while len(_RESOLVED) > RESOLVED_MAX:
+        _RESOLVED.popitem(last=False)
+    return addresses
+
+
+RESOLVED_TTL = 300.0  # seconds an answer of the resolver is used
+RESOLVED_MAX = 4096  # host names remembered at once
+_RESOLVED: OrderedDict[tuple[str, int], tuple[float, list[str]]] = OrderedDict()
 
 
 async def read_some(reader: asyncio.StreamReader, n: int, deadlines: Deadlines) -> bytes:
