@@ -475,19 +475,24 @@ class KnownHosts(MutableMapping[str, str]):
     """Certificate fingerprints in the frontier's ``fingerprints`` table, written through at once.
 
     Synchronous because the Gemini client consults it mid-handshake; each write is one short
-    transaction (blocking only if another process holds the file's write lock).
+    transaction (blocking only if another process holds the file's write lock).  A host's
+    fingerprint is read from the file once, then remembered: it is asked for on every request.
     """
 
     def __init__(self, frontier: SQLiteFrontier) -> None:
         self._frontier = frontier
+        self._read: dict[str, str] = {}
 
     def __getitem__(self, host: str) -> str:
+        if host in self._read:
+            return self._read[host]
         row = self._frontier._db.execute(
             "SELECT fingerprint FROM fingerprints WHERE host = ?", (host,)
         ).fetchone()
         if row is None:
             raise KeyError(host)
-        return str(row[0])
+        self._read[host] = str(row[0])
+        return self._read[host]
 
     def __setitem__(self, host: str, fingerprint: str) -> None:
         self._frontier._write_now(
@@ -497,11 +502,13 @@ class KnownHosts(MutableMapping[str, str]):
                 (host, fingerprint, time.time()),
             )
         )
+        self._read[host] = fingerprint
 
     def __delitem__(self, host: str) -> None:
         if host not in self:
             raise KeyError(host)
         self._frontier._write_now(lambda db: db.execute("DELETE FROM fingerprints WHERE host = ?", (host,)))
+        self._read.pop(host, None)
 
     def __iter__(self) -> Iterator[str]:
         rows = self._frontier._db.execute("SELECT host FROM fingerprints ORDER BY host").fetchall()
