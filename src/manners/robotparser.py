@@ -96,7 +96,7 @@ class RobotFileParser:
         else:
             self._robots = None
 
-    def parse(self, lines: Iterable[str]) -> None:
+    def parse(self, lines: Iterable[str | bytes]) -> None:
         """Parse the file's lines (as ``readlines()`` or ``splitlines()`` give them)."""
         if isinstance(lines, (str, bytes)):
             raise TypeError("parse() takes the file's lines, not the whole file: use text.splitlines()")
