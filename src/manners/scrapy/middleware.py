@@ -82,7 +82,6 @@ class RobotsTxtMiddleware:
         if not settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         self.crawler = crawler
-        self.stats = crawler.stats
         self._default_useragent: str = settings.get("USER_AGENT") or ""
         self._robotstxt_useragent: str | None = settings.get("ROBOTSTXT_USER_AGENT") or None
         self.timeout = _seconds(settings, "MANNERS_TIMEOUT", 30.0, positive=True)
@@ -102,9 +101,11 @@ class RobotsTxtMiddleware:
         except (ValueError, CacheError) as exc:
             raise ValueError(f"manners.scrapy: MANNERS_CACHE / MANNERS_PROFILE: {exc}") from None
         self.profile = self.robot.profile
+        self.stats = crawler.stats
         # The policy each authority had when it was last seen, and the delays it asks by robot name.
         self._taken: OrderedDict[str, tuple[Policy, dict[str, float]]] = OrderedDict()
         self._capped: set[str] = set()
+        self._cache_failed = False  # the cache failed once: later failures are logged at DEBUG
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
         crawler.signals.connect(self._keep_delay, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
@@ -123,7 +124,13 @@ class RobotsTxtMiddleware:
         ):
             return
         name = self._agent(request)
-        policy = await self.robot.policy(request.url)
+        try:
+            policy = await self.robot.policy(request.url)
+        except CacheError as exc:  # no robots.txt can be checked: no request is made
+            self.stats.inc_value("robotstxt/cache_error")
+            log.log(logging.DEBUG if self._cache_failed else logging.ERROR, "manners cache: %s", exc)
+            self._cache_failed = True
+            raise IgnoreRequest(f"robots.txt could not be checked: {exc}") from None
         delays = await self._take(policy, request)
         if not policy.robots.allowed(request.url, name):
             self._forbid(request, policy, name)
