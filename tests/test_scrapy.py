@@ -386,10 +386,12 @@ def test_redirects_up_to_five_are_followed_and_the_file_is_cut_after_500_kib(tmp
     assert six_paths[:6] == ["/robots.txt", "/hop1", "/hop2", "/hop3", "/hop4", "/hop5"]
     assert sorted(six_paths[6:]) == ["/x", "/y"]
     assert paths(timed_log(logs[2])) == ["/robots.txt", "/late"]
-    assert sorted(result.failed()) == [
-        (five + "/x", "Forbidden by robots.txt (line 2: Disallow: /x)"),
-        (large + "/early", "Forbidden by robots.txt (line 2: Disallow: /early)"),
-    ]
+    assert sorted(result.failed()) == sorted(
+        [
+            (five + "/x", "Forbidden by robots.txt (line 2: Disallow: /x)"),
+            (large + "/early", "Forbidden by robots.txt (line 2: Disallow: /early)"),
+        ]
+    )
     assert result.stats["robotstxt/request_count"] == 3
 
 
@@ -446,6 +448,15 @@ def test_bad_settings_are_named(setting: str, value: object, message: str) -> No
     crawler = Crawler(Spider, {"ROBOTSTXT_OBEY": True, setting: value})
     with pytest.raises(ValueError, match=message):
         RobotsTxtMiddleware(crawler)
+
+
+def test_import_manners_does_not_import_scrapy() -> None:
+    code = (
+        "import sys, manners, manners.robotparser; print('scrapy' in sys.modules, 'twisted' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
 
 
 class Downloader:

@@ -131,6 +131,8 @@ class RobotsTxtMiddleware:
             log.log(logging.DEBUG if self._cache_failed else logging.ERROR, "manners cache: %s", exc)
             self._cache_failed = True
             raise IgnoreRequest(f"robots.txt could not be checked: {exc}") from None
+        except ValueError as exc:  # a URL no robots.txt can govern (no host, a bad port)
+            raise IgnoreRequest(f"robots.txt could not be checked: {exc}") from None
         delays = await self._take(policy, request)
         if not policy.robots.allowed(request.url, name):
             self._forbid(request, policy, name)
