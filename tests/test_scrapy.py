@@ -440,8 +440,8 @@ def test_addon_replaces_scrapys_middleware() -> None:
     [
         ("MANNERS_MAX_DELAY", "soon", "MANNERS_MAX_DELAY must be a number of seconds, not 'soon'"),
         ("MANNERS_TIMEOUT", 0, "MANNERS_TIMEOUT must be a positive number of seconds"),
-        ("MANNERS_CACHE", "postgres://x", "unknown cache 'postgres://x'"),
-        ("MANNERS_PROFILE", "nonsense", "MANNERS_PROFILE"),
+        ("MANNERS_CACHE", "postgres://x", "MANNERS_CACHE: unknown cache 'postgres://x'"),
+        ("MANNERS_PROFILE", "nonsense", "MANNERS_PROFILE: unknown profile 'nonsense'"),
     ],
 )
 def test_bad_settings_are_named(setting: str, value: object, message: str) -> None:

@@ -35,6 +35,7 @@ from ..fetch.outcome import (
     too_many_redirects,
     unreachable,
 )
+from ..profiles import get_profile
 from ..robot import MAX_POLICIES, Policy, Robot
 from .parser import RobotParser, agent
 from .slots import keep_delay
@@ -86,20 +87,25 @@ class RobotsTxtMiddleware:
         self._robotstxt_useragent: str | None = settings.get("ROBOTSTXT_USER_AGENT") or None
         self.timeout = _seconds(settings, "MANNERS_TIMEOUT", 30.0, positive=True)
         self.max_delay = _seconds(settings, "MANNERS_MAX_DELAY", 300.0)
-        cache = settings.get("MANNERS_CACHE") or "memory"
+        profile = settings.get("MANNERS_PROFILE") or None
+        if profile is not None:
+            try:
+                get_profile(profile)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"manners.scrapy: MANNERS_PROFILE: {exc}") from None
         try:
             self.robot = Robot(
                 "*",
-                cache=str(cache),
+                cache=str(settings.get("MANNERS_CACHE") or "memory"),
                 min_delay=0.0,
                 max_delay=math.inf,  # capped here, per robot name, at MANNERS_MAX_DELAY
                 timeout=self.timeout,
                 max_bytes=MAX_BYTES,
-                profile=settings.get("MANNERS_PROFILE") or None,
+                profile=profile,
                 fetcher=self.fetch,
             )
         except (ValueError, CacheError) as exc:
-            raise ValueError(f"manners.scrapy: MANNERS_CACHE / MANNERS_PROFILE: {exc}") from None
+            raise ValueError(f"manners.scrapy: MANNERS_CACHE: {exc}") from None
         self.profile = self.robot.profile
         self.stats = crawler.stats
         # The policy each authority had when it was last seen, and the delays it asks by robot name.
@@ -118,10 +124,9 @@ class RobotsTxtMiddleware:
     # -- deciding ------------------------------------------------------------------------
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        if request.meta.get("dont_obey_robotstxt") or urlparse_cached(request).scheme not in (
-            "http",
-            "https",
-        ):
+        if request.meta.get("dont_obey_robotstxt"):
+            return
+        if urlparse_cached(request).scheme not in ("http", "https"):  # robots.txt is for the Web here
             return
         name = self._agent(request)
         try:
