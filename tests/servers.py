@@ -34,10 +34,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "HOST",
+    "Hit",
     "JetforceHosts",
+    "Listen",
     "ServerFailed",
     "free_port",
     "gophernicus",
@@ -47,6 +50,7 @@ __all__ = [
     "nginx",
     "pygopherd",
     "redis_server",
+    "timed_log",
 ]
 
 HOST = "127.0.0.1"
@@ -149,9 +153,9 @@ def _check_path(path: Path, forbidden: str, what: str) -> str:
     return text
 
 
-def _accepts(port: int) -> bool:
+def _accepts(port: int, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False
@@ -193,7 +197,7 @@ def _group_sockets(pgid: int) -> set[int]:
     return inodes
 
 
-def _ready(port: int, pgid: int) -> bool:
+def _ready(port: int, pgid: int, host: str = HOST) -> bool:
     """The server of group ``pgid`` listens on ``port`` and the port accepts a connection.
 
     On Linux the listening socket must belong to the server: free_port() cannot reserve a port,
@@ -202,7 +206,7 @@ def _ready(port: int, pgid: int) -> bool:
     listeners = _listeners(port)
     if listeners is not None and not listeners & _group_sockets(pgid):
         return False
-    return _accepts(port)
+    return _accepts(port, host)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -230,8 +234,10 @@ def _serve(
     *,
     env: dict[str, str] | None = None,
     logs: Sequence[Path] = (),
+    hosts: Sequence[str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``cmd`` in its own process group until the ``ports`` accept; stop the group on exit."""
+    """Run ``cmd`` in its own process group until the ``ports`` accept (on ``hosts[i]``, default
+    127.0.0.1); stop the group on exit."""
     stdout_path = workdir / f"{name}.stdout"
     stderr_path = workdir / f"{name}.stderr"
     command = shlex.join(cmd)
@@ -256,6 +262,7 @@ def _serve(
         except OSError as exc:
             raise ServerFailed(f"{name} could not be run: {exc}\ncommand: {command}") from exc
     try:
+        host_of = dict(zip(ports, hosts or [HOST] * len(ports), strict=True))
         pending = list(ports)
         deadline = time.monotonic() + START_TIMEOUT
         while pending:
@@ -265,7 +272,7 @@ def _serve(
                 taken = [port for port in pending if _listeners(port)]
                 hint = f" (another program listens on {taken})" if taken else ""
                 raise failure(f"port(s) {pending} on {HOST} not served after {START_TIMEOUT:g} s{hint}")
-            pending = [port for port in pending if not _ready(port, proc.pid)]
+            pending = [port for port in pending if not _ready(port, proc.pid, host_of[port])]
             if pending:
                 time.sleep(_POLL)
         if proc.poll() is not None:
@@ -282,16 +289,73 @@ def _nginx_quote(value: str) -> str:
     return '"' + value + '"'
 
 
+class Listen(NamedTuple):
+    """Where one nginx server block listens, when not on a free port of 127.0.0.1."""
+
+    host: str  # an IPv4 address of the loopback range, e.g. 127.0.0.1 or 127.3.4.5
+    port: int
+    ssl: bool = False  # TLS: the block's body names ssl_certificate and ssl_certificate_key
+
+
+# An access log format every nginx() defines, for ``access_log PATH timed;`` in a server block:
+# when each request started (epoch seconds, ms resolution), the scheme, host, port, request line,
+# status and User-Agent. Read it with :func:`timed_log`.
+TIMED_FORMAT = (
+    '\'$msec $request_time $scheme $server_addr $server_port "$request" $status "$http_user_agent"\''
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One request in an access log of format ``timed``."""
+
+    start: float  # epoch seconds when nginx began reading the request
+    scheme: str
+    address: str  # the address and port the request came in on
+    port: int
+    method: str
+    path: str
+    status: int
+    user_agent: str
+
+
+_TIMED = re.compile(
+    r"^(?P<end>[0-9.]+) (?P<took>[0-9.]+) (?P<scheme>\S+) (?P<addr>\S+) (?P<port>\d+) "
+    r'"(?P<method>\S+) (?P<path>\S+)[^"]*" (?P<status>\d+) "(?P<ua>.*)"$'
+)
+
+
+def timed_log(path: Path) -> list[Hit]:
+    """The requests of an access log written in the ``timed`` format, in the order they started."""
+    if not path.exists():
+        return []
+    hits = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = _TIMED.match(line)
+        if m is None:
+            raise ValueError(f"not a line of the timed format in {path}: {line!r}")
+        start = float(m["end"]) - float(m["took"])
+        hits.append(Hit(start, m["scheme"], m["addr"], int(m["port"]), m["method"], m["path"],
+                        int(m["status"]), m["ua"]))  # fmt: skip
+    return sorted(hits, key=lambda h: h.start)
+
+
 @contextmanager
-def nginx(servers: list[str], root: Path) -> Iterator[list[int]]:
+def nginx(
+    servers: list[str], root: Path, *, listen: Sequence[Listen | None] | None = None
+) -> Iterator[list[int]]:
     """One nginx master with a ``server`` block per entry of ``servers`` (its body text), all with
-    ``root`` as document root, each on its own port of 127.0.0.1. Yields the ports, in order.
+    ``root`` as document root, each on its own port of 127.0.0.1 (or where ``listen[i]`` says).
+    Yields the ports, in order.
 
     gzip is on for text/plain (and, as always in nginx, text/html) for HTTP/1.1 clients that send
-    ``Accept-Encoding: gzip``.
+    ``Accept-Encoding: gzip``. The access log format ``timed`` is defined (see :func:`timed_log`).
     """
     if not servers:
         raise ValueError("nginx() needs at least one server block")
+    asked: list[Listen | None] = list(listen) if listen is not None else [None] * len(servers)
+    if len(asked) != len(servers):
+        raise ValueError("nginx(): listen needs one entry (or None) per server block")
     exe = _executable("nginx")
     root_text = _check_path(root.resolve(), '"$\\;{}', "nginx root")
     with tempfile.TemporaryDirectory(prefix="manners-nginx-", ignore_cleanup_errors=True) as tmp:
@@ -300,6 +364,8 @@ def nginx(servers: list[str], root: Path) -> Iterator[list[int]]:
         ports = [free_port() for _ in servers]
         while len(set(ports)) < len(ports):  # the kernel may repeat a port just released
             ports = [free_port() for _ in servers]
+        places = [place or Listen(HOST, port) for place, port in zip(asked, ports, strict=True)]
+        ports = [place.port for place in places]
 
         def path(name: str) -> str:
             return _nginx_quote(f"{work_text}/{name}")
@@ -307,12 +373,12 @@ def nginx(servers: list[str], root: Path) -> Iterator[list[int]]:
         blocks = "\n".join(
             f"""
     server {{
-        listen {HOST}:{port};
+        listen {place.host}:{place.port}{" ssl" if place.ssl else ""};
         server_name localhost;
         root {_nginx_quote(root_text)};
         {body}
     }}"""
-            for port, body in zip(ports, servers, strict=True)
+            for place, body in zip(places, servers, strict=True)
         )
         # Workers of a master started as root would run as "nobody", who cannot read
         # pytest's tmp_path (/tmp/pytest-of-root is mode 0700): keep them root.
@@ -327,6 +393,7 @@ events {{
 }}
 http {{
     access_log {path("access.log")};
+    log_format timed {TIMED_FORMAT};
     client_body_temp_path {path("client_body")};
     proxy_temp_path {path("proxy")};
     fastcgi_temp_path {path("fastcgi")};
@@ -347,7 +414,8 @@ http {{
         conf_path = work / "nginx.conf"
         conf_path.write_text(conf)
         cmd = [exe, "-p", f"{work_text}/", "-c", str(conf_path), "-e", "stderr"]
-        with _serve("nginx", cmd, ports, work, logs=[work / "error.log"]):
+        hosts = [place.host for place in places]
+        with _serve("nginx", cmd, ports, work, logs=[work / "error.log"], hosts=hosts):
             yield ports
 
 

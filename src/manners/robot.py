@@ -13,7 +13,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 from .agents import require_token
 from .cache import Store, open_store
 from .cache.entry import TTL, Entry, entry_after, policy_of
-from .fetch import fetch_robots, robots_locations
+from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
 from .profiles import get_profile
 from .robots import RobotsTxt
@@ -68,7 +68,10 @@ class Robot:
     ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).  ``profile`` fixes
     how files are read (default: by each URL's scheme).  At most ``max_policies``
     parsed files are held in memory, the least recently used dropped first (the
-    store keeps them), so a crawl over a million hosts stays bounded.
+    store keeps them), so a crawl over a million hosts stays bounded.  ``fetcher``
+    replaces how a robots.txt address is fetched (default: :func:`fetch_robots`), for
+    robots that must go through their own downloader (the Scrapy middleware); it
+    must never raise for what a server or the network does.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Robot:
         lock_timeout: float | None = None,
         profile: str | None = None,
         max_policies: int = MAX_POLICIES,
+        fetcher: Callable[[str], Awaitable[FetchResult]] | None = None,
     ) -> None:
         require_token(agent)  # TypeError for a non-str; ValueError for a name no group could match
         if min_delay < 0 or max_delay < min_delay:
@@ -104,6 +108,7 @@ class Robot:
         self.lock_timeout = lock_timeout if lock_timeout is not None else timeout + 5.0
         self.profile = get_profile(profile).name if profile is not None else None
         self.max_policies = max_policies
+        self.fetcher = fetcher
         self._known: OrderedDict[str, Policy] = OrderedDict()  # least recently used first
         self._pending: dict[tuple[str, bool], asyncio.Future[Policy]] = {}  # in flight, by (key, refresh)
         self._capped: set[str] = set()  # authorities whose capped delay was reported (of those in _known)
@@ -245,9 +250,12 @@ class Robot:
         """Fetch robots.txt; Gemini certificates are checked against those the store remembers."""
         known_hosts = dict(previous.known_hosts) if previous is not None else {}
         location = robots_locations(url)[0]
-        result = await fetch_robots(
-            location, self.agent, self.timeout, self.max_bytes, known_hosts=known_hosts
-        )
+        if self.fetcher is not None:
+            result = await self.fetcher(location)
+        else:
+            result = await fetch_robots(
+                location, self.agent, self.timeout, self.max_bytes, known_hosts=known_hosts
+            )
         return entry_after(previous, result, time.time(), self.ttl, known_hosts)
 
 

@@ -1,0 +1,78 @@
+"""One real Scrapy crawl, run as ``python scrapy_crawl.py CONFIG.json`` (a fresh process, so a fresh reactor).
+
+CONFIG holds ``settings`` (Scrapy settings), ``requests`` (``{"url": ..., "at": seconds after
+the start}``, each yielded at that time) and ``out`` (a file).  The spider writes one JSON line
+per thing it saw to ``out``: ``{"seen": url, "status": n}`` for a response, ``{"failed": url,
+"error": text}`` for a request that failed or was ignored, ``{"robots_parsed": url}`` for each
+``robots_parsed`` signal, and at the end ``{"stats": {...}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler, CrawlerProcess
+from scrapy.http import Request, Response
+from twisted.python.failure import Failure
+
+
+class Probe(scrapy.Spider):
+    name = "probe"
+
+    def __init__(self, requests: list[dict[str, Any]], out: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.planned = requests
+        self.out = open(out, "a", buffering=1)  # noqa: SIM115 - closed in closed()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Probe:
+        spider: Probe = super().from_crawler(crawler, *args, **kwargs)
+        if hasattr(signals, "robots_parsed"):
+            crawler.signals.connect(spider.robots_parsed, signal=signals.robots_parsed)
+        return spider
+
+    def write(self, **event: Any) -> None:
+        self.out.write(json.dumps(event) + "\n")
+
+    async def start(self) -> AsyncIterator[Request]:
+        began = time.monotonic()
+        for planned in self.planned:
+            wait = began + planned.get("at", 0.0) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            yield Request(planned["url"], callback=self.seen, errback=self.failed, dont_filter=True)
+
+    def seen(self, response: Response) -> None:
+        self.write(seen=response.url, status=response.status)
+
+    def failed(self, failure: Failure) -> None:
+        request = getattr(failure, "request", None)
+        self.write(failed=request.url if request is not None else None, error=str(failure.value))
+
+    def robots_parsed(self, robotparser: Any, request: Request) -> None:
+        self.write(robots_parsed=request.url, parser=type(robotparser).__name__)
+
+    def closed(self, reason: str) -> None:
+        assert self.crawler.stats is not None
+        stats = {k: v for k, v in self.crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
+        self.write(stats=stats, reason=reason)
+        self.out.close()
+
+
+def main(config_path: str) -> None:
+    config = json.loads(Path(config_path).read_text())
+    process = CrawlerProcess(settings=config["settings"])
+    process.crawl(Probe, requests=config["requests"], out=config["out"])
+    process.start()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,485 @@
+"""manners.scrapy in real Scrapy crawls of sites served by nginx on loopback.
+
+Each crawl is a ``CrawlerProcess`` in a subprocess (``scrapy_crawl.py``: a fresh reactor each
+time); what was requested is read from nginx's own access log (format ``timed``: when each
+request started, and its User-Agent), never from what the crawl says it did.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import random
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import signals
+from scrapy.core.downloader import Slot
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.spiders import Spider
+
+from manners.scrapy import Addon, RobotParser, RobotsTxtMiddleware
+from manners.scrapy.slots import keep_delay
+from proxy import self_signed
+from servers import Hit, Listen, nginx, timed_log
+
+CRAWL = Path(__file__).with_name("scrapy_crawl.py")
+CRAWL_TIMEOUT = 60.0  # seconds for one crawl subprocess
+MYBOT = "mybot/1.0 (+http://example.org/bot)"
+BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
+BASE: dict[str, Any] = {
+    "ADDONS": {"manners.scrapy.Addon": 0},
+    "LOG_LEVEL": "DEBUG",
+    "TELNETCONSOLE_ENABLED": False,
+    "USER_AGENT": MYBOT,
+}
+
+
+# -- running crawls ---------------------------------------------------------------------
+
+
+@dataclass
+class Crawl:
+    """What one crawl subprocess wrote: its spider's events, stats and log."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    log: str = ""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        found = [e["stats"] for e in self.events if "stats" in e]
+        assert found, f"the crawl wrote no stats; its log ends:\n{self.log[-3000:]}"
+        stats: dict[str, Any] = found[-1]
+        return stats
+
+    def seen(self) -> set[str]:
+        return {e["seen"] for e in self.events if "seen" in e}
+
+    def failed(self) -> list[tuple[str, str]]:
+        """(url, error) for each request that failed or was ignored."""
+        return [(e["failed"], e["error"]) for e in self.events if "failed" in e]
+
+    def robots_parsed(self) -> list[str]:
+        return [e["robots_parsed"] for e in self.events if "robots_parsed" in e]
+
+
+class Running:
+    def __init__(
+        self, tmp: Path, name: str, settings: dict[str, Any], requests: Sequence[str | tuple[str, float]]
+    ):
+        self.out, self.log = tmp / f"{name}.crawl.jsonl", tmp / f"{name}.crawl.log"
+        config = {
+            "settings": {**BASE, "LOG_FILE": str(self.log), **settings},
+            "requests": [
+                {"url": r, "at": 0.0} if isinstance(r, str) else {"url": r[0], "at": r[1]} for r in requests
+            ],
+            "out": str(self.out),
+        }
+        path = tmp / f"{name}.crawl.json"
+        path.write_text(json.dumps(config))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CRAWL), str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+
+    def wait(self) -> Crawl:
+        try:
+            output, _ = self.proc.communicate(timeout=CRAWL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise AssertionError(f"the crawl took more than {CRAWL_TIMEOUT:g} s") from None
+        log = self.log.read_text(errors="replace") if self.log.exists() else ""
+        assert self.proc.returncode == 0, (
+            f"the crawl failed:\n{output.decode(errors='replace')[-3000:]}\n{log[-3000:]}"
+        )
+        events = [json.loads(line) for line in self.out.read_text().splitlines()] if self.out.exists() else []
+        return Crawl(events, log)
+
+
+def crawl(
+    tmp: Path, name: str, settings: dict[str, Any], requests: Sequence[str | tuple[str, float]]
+) -> Crawl:
+    return Running(tmp, name, settings, requests).wait()
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+def write_site(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def robots_block(log: Path, robots: str) -> str:
+    """A server block body: access log ``timed``, robots.txt given inline, pages from the root."""
+    quoted = robots.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    robots_txt = f"location = /robots.txt {{ default_type text/plain; return 200 '{quoted}'; }}"
+    return f"access_log {log} timed; {robots_txt}"
+
+
+PAGES = {f"/{name}": f"<html><body>{name}</body></html>" for name in ("index.html", "about.html")} | {
+    "/private/secret.html": "<html>secret</html>",
+    "/private/open.html": "<html>open</html>",
+}
+
+
+# -- the product token --------------------------------------------------------------------
+
+TOKEN_ROBOTS = """\
+User-agent: mybot
+Disallow: /private/
+Allow: /private/open.html
+
+User-agent: *
+Disallow: /
+"""
+
+
+def test_disallowed_pages_are_never_requested_by_product_token(tmp_path: Path) -> None:
+    """Both ways a spider names itself: the token leading USER_AGENT, or ROBOTSTXT_USER_AGENT
+    beside a browser-like USER_AGENT.  Under ``*`` nothing would be fetched at all."""
+    root = tmp_path / "www"
+    write_site(root, PAGES)
+    logs = [tmp_path / "token.log", tmp_path / "browser.log"]
+    with nginx([robots_block(log, TOKEN_ROBOTS) for log in logs], root) as ports:
+        urls = [[f"http://127.0.0.1:{port}{page}" for page in PAGES] for port in ports]
+        token = Running(tmp_path, "token", {}, urls[0])
+        browser = Running(
+            tmp_path, "browser", {"USER_AGENT": BROWSER, "ROBOTSTXT_USER_AGENT": "mybot"}, urls[1]
+        )
+        crawls = [token.wait(), browser.wait()]
+    for log, urls_, result, user_agent in zip(logs, urls, crawls, (MYBOT, BROWSER), strict=True):
+        hits = timed_log(log)
+        assert paths(hits)[0] == "/robots.txt"
+        assert sorted(paths(hits)[1:]) == ["/about.html", "/index.html", "/private/open.html"]
+        assert {h.user_agent for h in hits} == {user_agent}  # robots.txt too went through Scrapy
+        secret = urls_[2]
+        assert result.failed() == [(secret, "Forbidden by robots.txt (line 2: Disallow: /private/)")]
+        assert f"Forbidden by robots.txt: <GET {secret}> (line 2: Disallow: /private/)" in result.log
+        stats = result.stats
+        assert stats["robotstxt/request_count"] == 1
+        assert stats["robotstxt/response_count"] == 1
+        assert stats["robotstxt/response_status_count/200"] == 1
+        assert stats["robotstxt/forbidden"] == 1
+        assert len(result.robots_parsed()) == (
+            1 if hasattr(signals, "robots_parsed") else 0
+        )  # Scrapy >= 2.18
+
+
+# -- Crawl-delay ------------------------------------------------------------------------
+
+
+def test_crawl_delay_keeps_requests_apart_with_autothrottle_and_jitter(tmp_path: Path) -> None:
+    """Crawl-delay 1 with AutoThrottle on (starting at 0 s), DOWNLOAD_DELAY 0 and Scrapy's
+    default ±50 % jitter: every request, robots.txt included, starts at least 1 s after the last."""
+    root = tmp_path / "www"
+    pages = [f"/p{n}.html" for n in range(4)]
+    write_site(root, dict.fromkeys(pages, "<html>page</html>"))
+    log = tmp_path / "access.log"
+    with nginx([robots_block(log, "User-agent: *\nCrawl-delay: 1\n")], root) as (port,):
+        settings = {
+            "AUTOTHROTTLE_ENABLED": True,
+            "AUTOTHROTTLE_START_DELAY": 0,
+            "AUTOTHROTTLE_DEBUG": True,
+            "DOWNLOAD_DELAY": 0,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+        }
+        result = crawl(tmp_path, "delay", settings, [f"http://127.0.0.1:{port}{p}" for p in pages])
+    hits = timed_log(log)
+    assert sorted(paths(hits)) == sorted(["/robots.txt", *pages])
+    gaps = [b.start - a.start for a, b in itertools.pairwise(hits)]
+    assert min(gaps) >= 0.995, gaps  # nginx logs times to the millisecond
+    assert "[scrapy.extensions.throttle] INFO: slot: 127.0.0.1" in result.log  # AutoThrottle was at work
+
+
+# -- robots.txt that cannot be read -----------------------------------------------------
+
+
+def test_robots_503_disallows_everything_and_is_asked_again_after_retry_after(tmp_path: Path) -> None:
+    """503 with Retry-After 2: nothing is crawled, and robots.txt is asked again, not before 2 s.
+    A 500 (no Retry-After) is not asked again within the crawl: the backoff starts at a minute."""
+    root = tmp_path / "www"
+    write_site(root, {"/page.html": "<html>page</html>"})
+    logs = [tmp_path / "busy.log", tmp_path / "broken.log"]
+    blocks = [
+        f"access_log {logs[0]} timed;"
+        " location = /robots.txt { add_header Retry-After 2 always; return 503; }",
+        f"access_log {logs[1]} timed; location = /robots.txt {{ return 500; }}",
+    ]
+    with nginx(blocks, root) as ports:
+        requests = [(f"http://127.0.0.1:{port}/page.html", at / 2) for at in range(8) for port in ports]
+        result = crawl(tmp_path, "unreachable", {}, requests)
+    busy, broken = timed_log(logs[0]), timed_log(logs[1])
+    assert set(paths(busy)) == {"/robots.txt"} and set(paths(broken)) == {"/robots.txt"}  # no page
+    assert len(broken) == 1
+    assert len(busy) >= 2
+    assert busy[1].start - busy[0].start >= 1.99
+    errors = [error for _, error in result.failed()]
+    assert len(errors) == len(requests)
+    assert all(e.startswith("Forbidden by robots.txt (") for e in errors)
+    assert any("the server asked us to wait" in e for e in errors)
+    assert any("robots.txt is unreachable (500)" in e for e in errors)
+    assert result.stats["robotstxt/response_status_count/503"] == len(busy)
+    assert result.stats["robotstxt/forbidden"] == len(requests)
+
+
+NOT_FOUND_PAGE = """\
+<html><body><p>Not found. While you are here, our rules:</p>
+User-agent: *
+Disallow: /
+</body></html>
+"""
+
+
+def test_robots_404_html_page_allows_everything(tmp_path: Path) -> None:
+    """An HTML 404 page with rule-like lines: manners reads the status (everything allowed);
+    Scrapy's own middleware, run beside it as a control, parses the page and fetches nothing
+    (its other requests wait half a second: requests that wait for robots.txt together can
+    get through Scrapy's middleware unchecked, a race of its own)."""
+    root = tmp_path / "www"
+    write_site(root, {**PAGES, "/404.html": NOT_FOUND_PAGE})
+    logs = [tmp_path / "manners.log", tmp_path / "scrapy.log"]
+    blocks = [f"access_log {log} timed; error_page 404 /404.html;" for log in logs]
+    with nginx(blocks, root) as ports:
+        urls = [[f"http://127.0.0.1:{port}{page}" for page in PAGES] for port in ports]
+        ours = Running(tmp_path, "manners", {}, urls[0])
+        staggered = [(urls[1][0], 0.0), *[(url, 0.5) for url in urls[1][1:]]]
+        control = Running(tmp_path, "scrapy", {"ADDONS": {}, "ROBOTSTXT_OBEY": True}, staggered)
+        result, _ = ours.wait(), control.wait()
+    assert sorted(paths(timed_log(logs[0]))) == sorted(["/robots.txt", *PAGES])
+    assert {h.status for h in timed_log(logs[0]) if h.path == "/robots.txt"} == {404}
+    assert result.seen() == set(urls[0])
+    assert result.stats["robotstxt/response_status_count/404"] == 1
+    assert paths(timed_log(logs[1])) == ["/robots.txt"]  # Scrapy's reading: the page's rules
+
+
+# -- one robots.txt per scheme, host and port ------------------------------------------
+
+
+def loopback_address() -> str:
+    """A loopback address other than 127.0.0.1 whose ports 80 and 443 are free (to bind them, be root)."""
+    for _ in range(20):
+        address = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(1, 254)}"
+        try:
+            for port in (80, 443):
+                with socket.socket() as sock:
+                    sock.bind((address, port))
+        except PermissionError:
+            raise AssertionError(
+                "binding ports 80 and 443 needs root (CI and developers run as root)"
+            ) from None
+        except OSError:
+            continue
+        return address
+    raise AssertionError("no loopback address with ports 80 and 443 free")
+
+
+def test_http_and_https_of_one_host_read_their_own_robots_txt(tmp_path: Path) -> None:
+    """http://H/ and https://H/ on their default ports (one "netloc" for Scrapy's own cache)
+    are two authorities: each is governed by its own robots.txt.  nginx has a self-signed
+    certificate; robots.txt is fetched by Scrapy with its TLS settings (TLS 1.2 only here)."""
+    root = tmp_path / "www"
+    write_site(root, {"/a.html": "a", "/b.html": "b"})
+    tls = tmp_path / "tls"
+    tls.mkdir()
+    self_signed(tls)
+    address = loopback_address()
+    logs = [tmp_path / "http.log", tmp_path / "https.log"]
+    blocks = [
+        robots_block(logs[0], "User-agent: *\nDisallow: /a.html\n"),
+        robots_block(logs[1], "User-agent: *\nDisallow: /b.html\n")
+        + f" ssl_certificate {tls / 'cert.pem'}; ssl_certificate_key {tls / 'key.pem'};"
+        " ssl_protocols TLSv1.2;",
+    ]
+    listen = [Listen(address, 80), Listen(address, 443, ssl=True)]
+    with nginx(blocks, root, listen=listen):
+        urls = [
+            f"{scheme}://{address}/{page}" for scheme in ("http", "https") for page in ("a.html", "b.html")
+        ]
+        result = crawl(tmp_path, "schemes", {"DOWNLOADER_CLIENT_TLS_METHOD": "TLSv1.2"}, urls)
+    http, https = timed_log(logs[0]), timed_log(logs[1])
+    assert sorted(paths(http)) == ["/b.html", "/robots.txt"]
+    assert sorted(paths(https)) == ["/a.html", "/robots.txt"]
+    assert {h.scheme for h in https} == {"https"}
+    assert result.seen() == {f"http://{address}/b.html", f"https://{address}/a.html"}
+    assert result.stats["robotstxt/request_count"] == 2
+
+
+# -- one fetch for many processes -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_two_processes_sharing_a_cache_fetch_robots_txt_once(
+    tmp_path: Path, kind: str, cache_url: Callable[[str], str]
+) -> None:
+    root = tmp_path / "www"
+    write_site(root, PAGES)
+    log = tmp_path / "access.log"
+    with nginx([robots_block(log, "User-agent: *\nDisallow: /private/\n")], root) as (port,):
+        urls = [f"http://127.0.0.1:{port}{page}" for page in PAGES]
+        settings = {"MANNERS_CACHE": cache_url(kind)}
+        both = [Running(tmp_path, f"worker{n}", settings, urls) for n in range(2)]
+        crawls = [running.wait() for running in both]
+    hits = timed_log(log)
+    assert paths(hits).count("/robots.txt") == 1
+    assert sorted(p for p in paths(hits) if p != "/robots.txt") == sorted(["/about.html", "/index.html"] * 2)
+    assert sum(c.stats.get("robotstxt/request_count", 0) for c in crawls) == 1
+    for result in crawls:
+        assert result.seen() == {urls[0], urls[1]}
+        assert result.stats["robotstxt/forbidden"] == 2
+
+
+# -- redirects and the size cap ---------------------------------------------------------
+
+
+def redirect_chain(log: Path, hops: int) -> str:
+    """robots.txt answering with ``hops`` redirects (301, 302, 307, 308 in turn), then a file."""
+    codes = [301, 302, 307, 308]
+    names = ["/robots.txt", *[f"/hop{n}" for n in range(1, hops)], "/rules.txt"]
+    steps = " ".join(
+        f"location = {here} {{ return {codes[n % 4]} {there}; }}"
+        for n, (here, there) in enumerate(itertools.pairwise(names))
+    )
+    return f"access_log {log} timed; {steps} location = /rules.txt {{ default_type text/plain; }}"
+
+
+def test_redirects_up_to_five_are_followed_and_the_file_is_cut_after_500_kib(tmp_path: Path) -> None:
+    root = tmp_path / "www"
+    late = "Disallow: /late\n"
+    head = "User-agent: *\nDisallow: /early\n"
+    padding = "# " + "x" * 97 + "\n"  # 100 bytes
+    big = head + padding * (520_000 // len(padding)) + late  # the last rule lies past 512,000 bytes
+    write_site(root, {"/rules.txt": "User-agent: *\nDisallow: /x\n", "/big.txt": big, "/x": "x", "/y": "y"})
+    write_site(root, {"/early": "e", "/late": "l"})
+    logs = [tmp_path / f"{name}.log" for name in ("five", "six", "big")]
+    blocks = [
+        redirect_chain(logs[0], 5),
+        redirect_chain(logs[1], 6),
+        f"access_log {logs[2]} timed;"
+        f" location = /robots.txt {{ default_type text/plain; alias {root / 'big.txt'}; }}",
+    ]
+    with nginx(blocks, root) as ports:
+        five, six, large = (f"http://127.0.0.1:{port}" for port in ports)
+        urls = [five + "/x", five + "/y", six + "/x", six + "/y", large + "/early", large + "/late"]
+        result = crawl(tmp_path, "redirects", {}, urls)
+    assert paths(timed_log(logs[0])) == [
+        "/robots.txt",
+        "/hop1",
+        "/hop2",
+        "/hop3",
+        "/hop4",
+        "/rules.txt",
+        "/y",
+    ]
+    six_paths = paths(timed_log(logs[1]))  # the sixth redirect is not followed: no robots.txt, allow all
+    assert six_paths[:6] == ["/robots.txt", "/hop1", "/hop2", "/hop3", "/hop4", "/hop5"]
+    assert sorted(six_paths[6:]) == ["/x", "/y"]
+    assert paths(timed_log(logs[2])) == ["/robots.txt", "/late"]
+    assert sorted(result.failed()) == sorted(
+        [
+            (five + "/x", "Forbidden by robots.txt (line 2: Disallow: /x)"),
+            (large + "/early", "Forbidden by robots.txt (line 2: Disallow: /early)"),
+        ]
+    )
+    assert result.stats["robotstxt/request_count"] == 3
+
+
+# -- the parts, without a crawl ---------------------------------------------------------
+
+
+def test_robot_parser_takes_scrapy_arguments() -> None:
+    crawler = Crawler(Spider, {"ROBOTSTXT_PARSER": "manners.scrapy.RobotParser"})
+    empty = RobotParser.from_crawler(crawler, b"")  # Scrapy's start-up check
+    assert empty.allowed("https://example.org/anything", "mybot")
+    assert empty.crawl_delay("mybot") is None
+    body = b"User-agent: mybot\nCrawl-delay: 2.5\nDisallow: /private/\nAllow: /private/open\n"
+    body += b"\nUser-agent: *\nDisallow: /\n"
+    parser = RobotParser.from_crawler(crawler, body)
+    assert not parser.allowed(b"https://example.org/private/x", b"mybot/1.0 (+http://example.org/bot)")
+    assert parser.allowed("https://example.org/private/open", "MyBot/2.0")  # the longest match decides
+    assert parser.allowed("https://example.org/public", MYBOT)
+    assert not parser.allowed("https://example.org/public", BROWSER)  # mozilla: the * group
+    assert parser.crawl_delay(b"mybot/1.0") == 2.5
+    assert parser.crawl_delay("otherbot") is None
+    assert parser.decide("https://example.org/private/x", MYBOT).line == 3
+    with pytest.raises(TypeError, match="user_agent must be str or bytes"):
+        parser.allowed("https://example.org/", 42)  # type: ignore[arg-type]
+
+
+def test_addon_replaces_scrapys_middleware() -> None:
+    settings = Settings(
+        {"DOWNLOADER_MIDDLEWARES": {"scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 543}}
+    )
+    Addon().update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares == {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "manners.scrapy.RobotsTxtMiddleware": 100,
+    }
+    assert settings.getbool("ROBOTSTXT_OBEY")
+    assert settings["ROBOTSTXT_PARSER"] == "manners.scrapy.RobotParser"
+    project = Settings()
+    project.set("ROBOTSTXT_OBEY", False, priority="project")
+    Addon().update_settings(project)
+    assert not project.getbool("ROBOTSTXT_OBEY")  # a project that says no is obeyed
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("MANNERS_MAX_DELAY", "soon", "MANNERS_MAX_DELAY must be a number of seconds, not 'soon'"),
+        ("MANNERS_TIMEOUT", 0, "MANNERS_TIMEOUT must be a positive number of seconds"),
+        ("MANNERS_CACHE", "postgres://x", "MANNERS_CACHE: unknown cache 'postgres://x'"),
+        ("MANNERS_PROFILE", "nonsense", "MANNERS_PROFILE: unknown profile 'nonsense'"),
+    ],
+)
+def test_bad_settings_are_named(setting: str, value: object, message: str) -> None:
+    crawler = Crawler(Spider, {"ROBOTSTXT_OBEY": True, setting: value})
+    with pytest.raises(ValueError, match=message):
+        RobotsTxtMiddleware(crawler)
+
+
+def test_import_manners_does_not_import_scrapy() -> None:
+    code = (
+        "import sys, manners, manners.robotparser; print('scrapy' in sys.modules, 'twisted' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+class Downloader:
+    """The two attributes of Scrapy's Downloader that keep_delay reads."""
+
+    def __init__(self, slots: dict[str, Slot]) -> None:
+        self.slots = slots
+
+
+class Req:
+    def __init__(self, slot: str) -> None:
+        self.meta = {"download_slot": slot}
+
+
+def test_keep_delay_raises_a_slot_so_its_shortest_draw_is_the_crawl_delay() -> None:
+    # Scrapy >= 2.19: Slot(concurrency, delay, jitter); before: Slot(concurrency, delay, randomize_delay)
+    jittery, plain, slow = Slot(8, 0.0, 0.5), Slot(8, 0.0, 0), Slot(8, 7.0, 0)
+    downloader = Downloader({"jittery": jittery, "plain": plain, "slow": slow})
+    assert keep_delay(downloader, Req("jittery"), 1.0) == 2.0  # ±50 %: the shortest draw is 1 s
+    assert min(jittery.download_delay() for _ in range(2000)) >= 1.0
+    assert keep_delay(downloader, Req("plain"), 1.0) == 1.0 and plain.download_delay() == 1.0
+    assert keep_delay(downloader, Req("slow"), 1.0) == 7.0  # a larger delay stays
+    assert keep_delay(downloader, Req("absent"), 1.0) is None
+    if "jitter" in inspect.signature(Slot).parameters:
+        wild = downloader.slots["wild"] = Slot(8, 0.0, 1.5)  # ±150 % would draw 0 s at times
+        assert keep_delay(downloader, Req("wild"), 1.0) == 2.0 and wild.jitter == 0.5
