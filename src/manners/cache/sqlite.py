@@ -110,7 +110,6 @@ def connect(path: Path, busy_timeout: float, schema: str) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
-        db.execute("PRAGMA wal_autocheckpoint=10000")  # a checkpoint (and its fsync) per 40 MB, not 4 MB
         db.executescript(schema)
         db.execute("PRAGMA busy_timeout=0")  # from here on, waits are the caller's (begin_immediate)
     except BaseException:
