@@ -435,7 +435,10 @@ def gophernicus(root: Path, advertised_port: int | None = None) -> Iterator[int]
         port = free_port()
         # -nm: no machine-wide shared memory, so no hit throttling carried between runs
         inner = f"{exe} -h {HOST} -p {advertised_port or port} -r {root_text} -nr -ns -nm"
-        cmd = [socat, f"TCP-LISTEN:{port},bind={HOST},reuseaddr,fork", f"EXEC:{inner}"]
+        # nofork: each connection's child becomes gophernicus on the socket itself.  Relayed through
+        # a pipe instead, socat drops the reply of a gophernicus that exits with an error status
+        # (a missing selector) about one time in fifteen.
+        cmd = [socat, f"TCP-LISTEN:{port},bind={HOST},reuseaddr,fork", f"EXEC:{inner},nofork"]
         with _serve("gophernicus", cmd, [port], work):
             yield port
 
