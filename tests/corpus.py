@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import manners
-from manners.match import google_escape
+from manners._core import google_escape
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WEB = SHARED / "corpus" / "web"

@@ -4,8 +4,15 @@ Google's own position-set matcher, every rule tried.  Slow and obviously right."
 from __future__ import annotations
 
 import manners
-from manners.agents import agent_token, product_token
-from manners.match import google_escape, google_path, gopher_selectors, normalise, url_path
+from manners._core import (
+    agent_token,
+    google_escape,
+    google_path,
+    gopher_selectors,
+    normalise,
+    product_token,
+    url_path,
+)
 
 
 def matches(path: str, pattern: str, wildcards: bool, anchor: bool) -> bool:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import __version__
+from ._core import head_lines
 from .agents import require_token
 from .cache import CacheError
 from .fetch import robots_locations
@@ -391,13 +392,7 @@ def until_star(body: bytes) -> bytes:
     star = next((g for g in robots.groups() if "*" in g.names), None)
     if star is None:
         return body
-    text = robots.text
-    end = -1
-    for _ in range(star.lines[1]):  # the offset of the record's last line end, in one pass
-        end = text.find("\n", end + 1)
-        if end < 0:
-            return body
-    return text[:end].encode("utf-8", "surrogateescape")
+    return head_lines(body, star.lines[1])
 
 
 def matrix_of(src: Source, targets: list[str], agent: str, roles: list[str]) -> list[list[Decision]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .parse import MAX_LINE_BYTES, OTHER_KEYS, classify, split_line
+from ._core import MAX_LINE_BYTES, rate
 from .profiles import Profile
 
 if TYPE_CHECKING:
@@ -25,38 +25,40 @@ _CANONICAL = {
     "check": "Check",
 }
 _KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
-_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|meta|script|div|p|a)\b", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\udc80-\udcff]")  # C0 but tab, LF, VT, FF, CR; DEL; bad bytes
+# Spellings of the fields outside Google's parser that are not typos of one another.
+_OTHER_SPELLINGS = frozenset({"crawl-delay", "crawldelay", "crawl_delay", "request-rate", "requestrate",
+                              "request_rate", "check"})  # fmt: skip
 _NUMBER = re.compile(r"\d+(\.\d+)?$")
 
 
 def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
-    from .robots import Diagnostic, _rate
+    """Every finding, read off the engine's line table (the only line grammar)."""
+    from .robots import Diagnostic
 
-    prepared = robots._prepared
-    text = prepared.text
+    rows, truncated, invalid_utf8, bom, long_lines, control_lines, binary, html, n_lines = robots._table()
     out: list[Diagnostic] = []
 
     def add(line: int | None, severity: str, code: str, message: str) -> None:
         out.append(Diagnostic(line, severity, code, message))
 
-    if prepared.truncated_at is not None:
+    if truncated is not None:
+        truncated_at, truncated_line = truncated
         add(
-            text.count("\n"),
+            truncated_line,
             "warning",
             "truncated",
-            f"only the first {prepared.truncated_at:,} bytes are read; the rest is ignored",
+            f"only the first {truncated_at:,} bytes are read; the rest is ignored",
         )
-    if prepared.invalid_utf8:
+    if invalid_utf8:
         add(
             None,
             "warning",
             "non-utf8",
             "the file is not valid UTF-8; undecodable bytes are matched as %-escapes",
         )
-    if prepared.bom:
+    if bom:
         add(1, "info", "bom", "a UTF-8 byte order mark starts the file; it is skipped")
-    for n in prepared.long_lines:
+    for n in long_lines:
         add(
             n,
             "warning",
@@ -64,36 +66,43 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored",
         )
     # A file that is not a robots.txt at all is one finding, not one per line of it.
-    head = text[1:4097]
-    odd = len(_CONTROL.findall(head))
-    if "\x00" in head or odd > max(4, len(head) // 20):
+    if binary:
         return [Diagnostic(1, "error", "binary", "this looks like a binary file, not a robots.txt")]
-    if _HTML.search(head) and not any(split_line(x) for x in head.split("\n")[:3] if "<" not in x):
+    if html:
         return [Diagnostic(1, "error", "html", "an HTML page, not a robots.txt (a soft 404?)")]
+
+    control = set(control_lines)
+    # control characters on lines the table does not keep (comments, blank-looking lines)
+    elsewhere = sorted(control - {row[0] for row in rows}, reverse=True)
+
+    def control_before(number: int) -> None:
+        while elsewhere and elsewhere[-1] < number:
+            add(
+                elsewhere.pop(),
+                "warning",
+                "control-character",
+                "control characters or undecodable bytes in the line",
+            )
 
     seen_agent = False
     seen_rule_after_agent = False
     group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
     star_record_at: int | None = None
-    for number, raw in enumerate(text[1:].split("\n"), 1):
-        if _CONTROL.search(raw):
+    for number, kind, key, value, missing_colon in rows:
+        control_before(number)
+        if number in control:
             add(number, "warning", "control-character", "control characters or undecodable bytes in the line")
-        kv = split_line(raw)
-        if kv is None:
-            stripped = raw.split("#", 1)[0].strip(" \t\v\f\r")
-            if stripped:
-                add(number, "warning", "unparsable", f"not a 'field: value' line: {stripped[:60]!r}")
+        if kind == "unparsable":
+            add(number, "warning", "unparsable", f"not a 'field: value' line: {value[:60]!r}")
             continue
-        key, value = kv
-        kind = classify(key)
         low = key.lower()
-        if ":" not in raw.split("#", 1)[0]:
+        if missing_colon:
             add(
                 number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'"
             )
-        if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in OTHER_KEYS:
+        if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in _OTHER_SPELLINGS:
             add(number, "warning", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
-        elif kind in OTHER_KEYS.values() and low != kind:
+        elif kind in _OTHER_SPELLINGS and low != kind:
             add(number, "info", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
 
         if kind == "virtual-agent" and not profile.virtual_agents:
@@ -158,7 +167,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             if not _NUMBER.match(value):
                 add(number, "warning", "bad-crawl-delay", f"Crawl-delay {value!r} is not a number of seconds")
         elif kind == "request-rate":
-            if _rate(value) is None:
+            if rate(value) is None:
                 add(
                     number, "warning", "bad-request-rate", f"Request-rate {value!r} is not 'requests/seconds'"
                 )
@@ -168,6 +177,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
+    control_before(n_lines + 1)
     if profile.virtual_agents and profile.target != "selector":
         out += _gemini_readings(robots)
     return out
@@ -177,9 +187,9 @@ def _gemini_readings(robots: RobotsTxt) -> list[Diagnostic]:
     """Where a robot acting in a role reads the file differently under the two Gemini readings:
     every applicable group together (gemini) or only the most targeted one (gemini-targeted)."""
     from .profiles import GEMINI, GEMINI_TARGETED
-    from .robots import Diagnostic, RobotsTxt
+    from .robots import Diagnostic
 
-    cautious, targeted = RobotsTxt(robots._prepared, GEMINI), RobotsTxt(robots._prepared, GEMINI_TARGETED)
+    cautious, targeted = robots.reread(GEMINI), robots.reread(GEMINI_TARGETED)
     roles: dict[str, int] = {}  # role -> line of the first group naming it
     for g in cautious.groups():
         for line, value in g.agents + g.virtual:

@@ -1,0 +1,921 @@
+//! One parsed file answering for any robot under any profile.
+//!
+//! Work is done on demand and kept: the line table is read once; groups are delimited the
+//! first time a profile asks; the rules that apply to a robot are compiled the first time it
+//! asks, and kept for its next question.
+
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::agents::{agent_token, name_1994, product_token};
+
+use crate::fields;
+use crate::line::Kind;
+use crate::profile::{scheme_of, Preamble, Profile, Roles, Scheme, Target};
+use crate::repr::py_repr;
+use crate::rule::{Precedence, Rule, Rules};
+use crate::table::Table;
+use crate::target::{
+    google_escape, google_path, gopher_selectors, is_plain, normalise, url_path, NotAPath, Subjects,
+};
+
+/// Entries `from..to` of the line table.
+pub type Span = (usize, usize);
+
+/// A run of agent lines and every line up to the next group.
+#[derive(Debug)]
+pub struct Group {
+    /// Its agent lines (User-agent and, when they count, Virtual-agent): `Groups::agents[from..to]`.
+    members: (u32, u32),
+    pub span: Span,
+    /// Its first and last line.
+    pub lines: (u32, u32),
+}
+
+/// The groups as a profile delimits them, and where the first begins.
+#[derive(Debug)]
+pub struct Groups {
+    /// Entries of every group's agent lines, group after group.
+    agents: Vec<u32>,
+    pub groups: Vec<Group>,
+    pub first: usize,
+}
+
+impl Groups {
+    /// Entries of a group's agent lines.
+    pub fn members(&self, g: &Group) -> impl Iterator<Item = usize> + '_ {
+        self.agents[g.members.0 as usize..g.members.1 as usize]
+            .iter()
+            .map(|&i| i as usize)
+    }
+}
+
+/// Whether an agent line's value names `token` (lower case): "*", or its leading [A-Za-z_-] run.
+fn names_token(value: &[u8], token: &[u8]) -> bool {
+    if token == b"*" {
+        return agent_token_is_star(value);
+    }
+    let n = value
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+        .count();
+    n == token.len()
+        && n > 0
+        && value[..n].eq_ignore_ascii_case(token)
+        && !agent_token_is_star(value)
+}
+
+fn agent_token_is_star(value: &[u8]) -> bool {
+    value.first() == Some(&b'*')
+        && value
+            .get(1)
+            .is_none_or(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+}
+
+/// The rules of the groups chosen for one robot.
+#[derive(Debug)]
+pub struct Choice {
+    /// Whose rules these are, for reasons: `user-agent googlebot`.
+    pub label: String,
+    pub spans: Vec<Span>,
+    /// The first and last line of each span.
+    pub lines: Vec<(u32, u32)>,
+    rules: OnceLock<Rules>,
+    /// Asked before: worth compiling.
+    asked: AtomicBool,
+}
+
+impl Choice {
+    fn new(label: String, spans: Vec<Span>, lines: Vec<(u32, u32)>) -> Choice {
+        Choice {
+            label,
+            spans,
+            lines,
+            rules: OnceLock::new(),
+            asked: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A deciding rule: Allow?, and the entry of its line.
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    allow: bool,
+    entry: u32,
+}
+
+impl Hit {
+    fn of(rule: &Rule) -> Hit {
+        Hit {
+            allow: rule.allow,
+            entry: rule.ordinal,
+        }
+    }
+}
+
+/// Whose rules decide for one robot: a target is allowed only if every choice allows it.
+#[derive(Debug)]
+pub struct Policy {
+    pub choices: Vec<Choice>,
+    /// Why everything is allowed, when there is no choice.
+    pub reason: &'static str,
+}
+
+/// Whether a robot may fetch a target, and the line that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub line: Option<u32>,
+    /// The deciding rule: Allow?, and its value as written.
+    pub rule: Option<(bool, Vec<u8>)>,
+    pub reason: String,
+    pub profile: String,
+}
+
+#[derive(Debug)]
+struct PolicyKey {
+    profile: Arc<Profile>,
+    agent: String,
+    roles: Vec<String>,
+}
+
+/// The built-in profiles, shared by every file read without one.
+fn builtin(scheme: Scheme) -> &'static Arc<Profile> {
+    static PROFILES: OnceLock<[Arc<Profile>; 3]> = OnceLock::new();
+    let p = PROFILES.get_or_init(|| {
+        [
+            Arc::new(Profile::rfc9309()),
+            Arc::new(Profile::gemini()),
+            Arc::new(Profile::gopher()),
+        ]
+    });
+    match scheme {
+        Scheme::Other => &p[0],
+        Scheme::Gemini => &p[1],
+        Scheme::Gopher => &p[2],
+    }
+}
+
+/// A parsed robots.txt.
+#[derive(Debug)]
+pub struct RobotsTxt {
+    table: Arc<Table>,
+    profile: Option<Arc<Profile>>,
+    groupings: [OnceLock<Box<Groups>>; 5],
+    first_policy: OnceLock<Box<(PolicyKey, Policy)>>,
+    policies: Mutex<Vec<(PolicyKey, Arc<Policy>)>>,
+}
+
+/// A policy, borrowed from the file or shared with it.
+pub enum PolicyRef<'a> {
+    First(&'a Policy),
+    Shared(Arc<Policy>),
+}
+
+impl std::ops::Deref for PolicyRef<'_> {
+    type Target = Policy;
+    fn deref(&self) -> &Policy {
+        match self {
+            PolicyRef::First(p) => p,
+            PolicyRef::Shared(p) => p,
+        }
+    }
+}
+
+/// Roles as given: a robot's jobs, such as `indexer`.
+pub type RoleList<'a> = &'a [&'a str];
+
+impl RobotsTxt {
+    /// Parse a file.  Never fails on content: anything at all parses.
+    pub fn parse(
+        data: &[u8],
+        profile: Option<Arc<Profile>>,
+        max_bytes: Option<usize>,
+    ) -> RobotsTxt {
+        RobotsTxt::with_table(Arc::new(Table::new(data, max_bytes)), profile)
+    }
+
+    fn with_table(table: Arc<Table>, profile: Option<Arc<Profile>>) -> RobotsTxt {
+        RobotsTxt {
+            table,
+            profile,
+            groupings: Default::default(),
+            first_policy: OnceLock::new(),
+            policies: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same file read under another profile, sharing its line table.
+    pub fn reread(&self, profile: Option<Arc<Profile>>) -> RobotsTxt {
+        RobotsTxt::with_table(Arc::clone(&self.table), profile)
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    pub fn profile(&self) -> Option<&Arc<Profile>> {
+        self.profile.as_ref()
+    }
+
+    /// The profile a target is read under: the file's, else the one its scheme picks.
+    pub fn profile_for(&self, target: &[u8]) -> &Arc<Profile> {
+        self.profile
+            .as_ref()
+            .unwrap_or_else(|| builtin(scheme_of(target)))
+    }
+
+    /// The profile fields are read under when none is named: the file's, else gemini for a
+    /// robot with roles, else rfc9309.
+    pub fn fields_profile(&self, has_roles: bool) -> &Arc<Profile> {
+        self.profile.as_ref().unwrap_or_else(|| {
+            builtin(if has_roles {
+                Scheme::Gemini
+            } else {
+                Scheme::Other
+            })
+        })
+    }
+
+    // -- decisions -----------------------------------------------------------------------
+
+    /// May `agent`, acting as `roles`, fetch `target`?
+    pub fn allowed(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<bool, NotAPath> {
+        let profile = self.profile_for(target);
+        let policy = self.policy(profile, agent, roles);
+        if policy.choices.is_empty() {
+            if matches!(profile.target, Target::Rfc3986 | Target::Plain) {
+                url_path(target)?;
+            }
+            return Ok(true);
+        }
+        let (first, second) = subjects(profile, target)?;
+        let paths: &[Cow<'_, [u8]>] = match &second {
+            None => std::slice::from_ref(&first),
+            Some(s) => &[first.clone(), s.clone()],
+        };
+        if paths.iter().any(|p| {
+            profile
+                .always_allowed
+                .iter()
+                .any(|a| a.as_slice() == p.as_ref())
+        }) {
+            return Ok(true);
+        }
+        for path in paths {
+            for choice in &policy.choices {
+                if let Some(rule) = self.first(profile, choice, path) {
+                    if !rule.allow {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Like `allowed`, with the deciding rule, its line and the reason.
+    pub fn decide(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Decision, NotAPath> {
+        let profile = self.profile_for(target);
+        let policy = self.policy(profile, agent, roles);
+        let (first, second) = subjects(profile, target)?;
+        let paths: Vec<Cow<'_, [u8]>> = std::iter::once(first).chain(second).collect();
+        let decision = |allowed, line, rule, reason| Decision {
+            allowed,
+            line,
+            rule,
+            reason,
+            profile: profile.name.clone(),
+        };
+        for path in &paths {
+            if profile
+                .always_allowed
+                .iter()
+                .any(|a| a.as_slice() == path.as_ref())
+            {
+                let reason = format!("{} is always allowed", String::from_utf8_lossy(path));
+                return Ok(decision(true, None, None, reason));
+            }
+        }
+        if policy.choices.is_empty() {
+            return Ok(decision(true, None, None, policy.reason.to_string()));
+        }
+        let mut best: Option<(Hit, &Choice, &[u8])> = None;
+        let mut deciding = None;
+        'paths: for path in &paths {
+            for choice in &policy.choices {
+                if let Some(rule) = self.first(profile, choice, path) {
+                    if !rule.allow {
+                        deciding = Some((rule, choice, path.as_ref()));
+                        break 'paths;
+                    }
+                    best = best.or(Some((rule, choice, path.as_ref())));
+                }
+            }
+        }
+        if let Some((rule, choice, path)) = deciding.or(best) {
+            let verb = if rule.allow { "allows" } else { "disallows" };
+            let subject = if paths.len() > 1 {
+                format!(" (as {})", py_repr(path))
+            } else {
+                String::new()
+            };
+            let reason = format!(
+                "the longest matching rule for {} {verb} it{subject}",
+                choice.label
+            );
+            let entry = rule.entry as usize;
+            let value = self.table.value(entry).to_vec();
+            return Ok(decision(
+                rule.allow,
+                Some(self.table.number(entry)),
+                Some((rule.allow, value)),
+                reason,
+            ));
+        }
+        let labels: Vec<&str> = policy.choices.iter().map(|c| c.label.as_str()).collect();
+        Ok(decision(
+            true,
+            None,
+            None,
+            format!("no rule for {} matches", labels.join(" and ")),
+        ))
+    }
+
+    /// The rule that decides for `path` among a choice's: found as written the first time the
+    /// choice is asked (a one-shot question pays for no index), from its compiled rules after.
+    fn first(&self, profile: &Profile, choice: &Choice, path: &[u8]) -> Option<Hit> {
+        if choice.asked.swap(true, Ordering::Relaxed) {
+            return self.rules(profile, choice).first(path).map(Hit::of);
+        }
+        let t = &self.table;
+        let mut best: Option<(Precedence, Hit)> = None;
+        let mut consider = |key: Precedence, hit: Hit| {
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, hit));
+            }
+        };
+        for &(from, to) in &choice.spans {
+            for (i, _, kind, value) in t.entries(from, to) {
+                if !kind.is_rule() || (kind == Kind::Allow && !profile.allow) {
+                    continue;
+                }
+                let allow = kind == Kind::Allow;
+                let hit = Hit {
+                    allow,
+                    entry: i as u32,
+                };
+                if !(allow && profile.index_html) && value.iter().all(|&b| is_plain(b)) {
+                    // a plain value means itself under every profile: a prefix
+                    if !value.is_empty() && path.starts_with(value) {
+                        consider((Reverse(value.len()), !allow, false, i as u32, false), hit);
+                    }
+                } else {
+                    for rule in compile(profile, allow, value, i as u32) {
+                        if rule.matches(path) {
+                            consider(rule.precedence(), hit);
+                        }
+                    }
+                }
+            }
+        }
+        best.map(|(_, hit)| hit)
+    }
+
+    fn rules<'a>(&self, profile: &Profile, choice: &'a Choice) -> &'a Rules {
+        choice.rules.get_or_init(|| {
+            let t = &self.table;
+            let mut rules = Vec::new();
+            for &(from, to) in &choice.spans {
+                for (i, _, kind, value) in t.entries(from, to) {
+                    if !kind.is_rule() || (kind == Kind::Allow && !profile.allow) {
+                        continue;
+                    }
+                    rules.extend(compile(profile, kind == Kind::Allow, value, i as u32));
+                }
+            }
+            Rules::new(rules)
+        })
+    }
+
+    // -- fields --------------------------------------------------------------------------
+
+    /// The values of the lines of `kind` in the groups that apply to this robot, in order.
+    pub fn field_values(
+        &self,
+        kind: Kind,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+    ) -> Vec<&[u8]> {
+        let policy = self.policy(profile, agent, roles);
+        let t = &self.table;
+        policy
+            .choices
+            .iter()
+            .flat_map(|c| c.spans.iter().flat_map(|&(from, to)| t.entries(from, to)))
+            .filter(|e| e.2 == kind)
+            .map(|e| e.3)
+            .collect()
+    }
+
+    /// Seconds between requests asked of this robot (the largest that applies).
+    pub fn crawl_delay(
+        &self,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+    ) -> Option<f64> {
+        self.largest(Kind::CrawlDelay, agent, roles, profile)
+    }
+
+    /// Seconds between re-checks of a resource, from the Gemini proposal's Check field.
+    pub fn check_interval(
+        &self,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+    ) -> Option<f64> {
+        self.largest(Kind::Check, agent, roles, profile)
+    }
+
+    fn largest(
+        &self,
+        kind: Kind,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+    ) -> Option<f64> {
+        self.field_values(kind, agent, roles, profile)
+            .into_iter()
+            .filter_map(fields::number)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    }
+
+    /// (requests, seconds) from Request-rate; the slowest when several apply.
+    pub fn request_rate(
+        &self,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+    ) -> Option<(u64, f64)> {
+        let mut best: Option<(u64, f64)> = None;
+        for r in self
+            .field_values(Kind::RequestRate, agent, roles, profile)
+            .into_iter()
+            .filter_map(fields::rate)
+        {
+            if best.is_none_or(|b| r.1 / r.0 as f64 > b.1 / b.0 as f64) {
+                best = Some(r);
+            }
+        }
+        best
+    }
+
+    /// Sitemap URLs from anywhere in the file, in order, without repeats.
+    pub fn sitemaps(&self) -> Vec<&[u8]> {
+        let t = &self.table;
+        let mut out: Vec<&[u8]> = Vec::new();
+        for (_, _, kind, v) in t.entries(0, t.len()) {
+            if kind == Kind::Sitemap && !v.is_empty() && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
+    }
+
+    // -- groups --------------------------------------------------------------------------
+
+    /// The groups (records, for 1994) as a profile delimits them.
+    pub fn groups(&self, profile: &Profile) -> &Groups {
+        self.groupings[profile.grouping()].get_or_init(|| {
+            Box::new(if profile.records_1994 {
+                self.records_1994()
+            } else {
+                self.delimit(profile.virtual_agents, profile.fields_end_groups)
+            })
+        })
+    }
+
+    /// Whether entries `from..to` hold a rule (with `fields`, also a Crawl-delay, Request-rate
+    /// or Check line).
+    fn has_rule(&self, from: usize, to: usize, fields: bool) -> bool {
+        (from..to).any(|i| {
+            let k = self.table.kind(i);
+            k.is_rule() || (fields && k.is_field())
+        })
+    }
+
+    /// Runs of agent lines, each ended by a rule (with `fields`, also by a Crawl-delay,
+    /// Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant).
+    fn delimit(&self, virtual_agents: bool, fields: bool) -> Groups {
+        let t = &self.table;
+        let is_agent = |i: usize| match t.kind(i) {
+            Kind::UserAgent => true,
+            Kind::VirtualAgent => virtual_agents,
+            _ => false,
+        };
+        let agents: Vec<usize> = (0..t.len()).filter(|&i| is_agent(i)).collect();
+        // runs as slices of `agents`
+        let mut cuts: Vec<usize> = Vec::new();
+        for n in 0..agents.len() {
+            if n == 0 || self.has_rule(agents[n - 1] + 1, agents[n], fields) {
+                cuts.push(n);
+            }
+        }
+        let runs: Vec<&[usize]> = cuts
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| &agents[c..cuts.get(k + 1).copied().unwrap_or(agents.len())])
+            .collect();
+        let starts: Vec<usize> = runs.iter().map(|r| r[0]).collect();
+        let mut all = Vec::with_capacity(agents.len());
+        let groups = runs
+            .into_iter()
+            .enumerate()
+            .map(|(n, members)| {
+                let end = starts.get(n + 1).copied().unwrap_or(t.len());
+                let last = starts.get(n + 1).map_or(t.n_lines, |&s| t.number(s) - 1);
+                let from = all.len() as u32;
+                all.extend(members.iter().map(|&i| i as u32));
+                Group {
+                    members: (from, all.len() as u32),
+                    span: (members[0], end),
+                    lines: (t.number(members[0]), last),
+                }
+            })
+            .collect();
+        Groups {
+            agents: all,
+            groups,
+            first: agents.first().copied().unwrap_or(t.len()),
+        }
+    }
+
+    /// Records as the 1994 standard has them: a blank line also ends one.
+    fn records_1994(&self) -> Groups {
+        let t = &self.table;
+        let mut groups = Vec::new();
+        let mut members: Vec<usize> = Vec::new();
+        let mut seen_rule = false;
+        let mut all: Vec<u32> = Vec::new();
+        let mut close = |members: &mut Vec<usize>, end: usize, last: u32| {
+            if !members.is_empty() {
+                let first = members[0];
+                let from = all.len() as u32;
+                all.extend(members.drain(..).map(|i| i as u32));
+                groups.push(Group {
+                    members: (from, all.len() as u32),
+                    span: (first, end),
+                    lines: (t.number(first), last),
+                });
+            }
+        };
+        for i in 0..t.len() {
+            match t.kind(i) {
+                Kind::UserAgent => {
+                    if seen_rule || members.is_empty() {
+                        close(&mut members, i, t.number(i) - 1);
+                        seen_rule = false;
+                    }
+                    members.push(i);
+                }
+                Kind::Allow | Kind::Disallow => seen_rule = true,
+                _ => {}
+            }
+            if let Some(blank) = t.blank_after(i) {
+                if !members.is_empty() {
+                    close(&mut members, i + 1, blank - 1);
+                    seen_rule = false;
+                }
+            }
+        }
+        close(&mut members, t.len(), t.n_lines);
+        let first = groups.first().map_or(t.len(), |g| g.span.0);
+        Groups {
+            agents: all,
+            groups,
+            first,
+        }
+    }
+
+    /// The names a group's agent lines of `kind` give, without repeats or empty ones: tokens,
+    /// or for `records_1994` the names before any '/'.
+    pub fn group_names(
+        &self,
+        grouping: &Groups,
+        g: &Group,
+        kind: Kind,
+        records_1994: bool,
+    ) -> Vec<Vec<u8>> {
+        let t = &self.table;
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for i in grouping.members(g).filter(|&i| t.kind(i) == kind) {
+            let n = if records_1994 {
+                name_1994(t.value(i))
+            } else {
+                agent_token(t.value(i))
+            };
+            if !n.is_empty() && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    // -- choosing groups -----------------------------------------------------------------
+
+    /// Whose rules decide for this robot, chosen once and kept.  The first robot to ask
+    /// (usually the only one) finds its policy without a lock.
+    pub fn policy(
+        &self,
+        profile: &Arc<Profile>,
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> PolicyRef<'_> {
+        let key_is = |k: &PolicyKey| {
+            Arc::ptr_eq(&k.profile, profile)
+                && k.agent == agent
+                && k.roles.iter().map(String::as_str).eq(roles.iter().copied())
+        };
+        let key = || PolicyKey {
+            profile: Arc::clone(profile),
+            agent: agent.to_string(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+        };
+        let (k, p) = &**self
+            .first_policy
+            .get_or_init(|| Box::new((key(), self.choose(profile, agent, roles))));
+        if key_is(k) {
+            return PolicyRef::First(p);
+        }
+        let mut policies = self.policies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = policies.iter().find(|(k, _)| key_is(k)) {
+            return PolicyRef::Shared(Arc::clone(p));
+        }
+        let policy = Arc::new(self.choose(profile, agent, roles));
+        policies.push((key(), Arc::clone(&policy)));
+        PolicyRef::Shared(policy)
+    }
+
+    fn choose(&self, profile: &Profile, agent: &str, roles: RoleList<'_>) -> Policy {
+        let grouping = self.groups(profile);
+        let (groups, first) = (&grouping.groups, grouping.first);
+        let t = &self.table;
+        // whether a group has an agent line of `kind` naming `token`
+        let names = |g: &Group, kind: Kind, token: &[u8]| {
+            grouping
+                .members(g)
+                .any(|i| t.kind(i) == kind && names_token(t.value(i), token))
+        };
+        // rules before the first group: from line 1 to the line before its first agent line
+        let preamble: Vec<(Span, (u32, u32))> = if profile.preamble != Preamble::Ignored
+            && self.has_rule(0, first, profile.fields_end_groups)
+        {
+            let last = if first < t.len() {
+                t.number(first) - 1
+            } else {
+                t.n_lines
+            };
+            vec![((0, first), (1, last))]
+        } else {
+            Vec::new()
+        };
+        // RFC 9309 names a robot by its product token: "mybot/1.0 (+http://x)" is mybot.
+        // Google's parser compares the name as given (its callers pass a token).
+        let token: Option<String> = if profile.exact_agent {
+            Some(agent.to_ascii_lowercase())
+        } else {
+            product_token(agent)
+        };
+        let token = token.filter(|t| !t.is_empty());
+
+        if profile.records_1994 {
+            if let Some(tok) = token.as_deref().filter(|t| *t != "*") {
+                for g in groups {
+                    let names = self.group_names(grouping, g, Kind::UserAgent, true);
+                    if names
+                        .iter()
+                        .any(|n| n.as_slice() != b"*" && contains(tok.as_bytes(), n))
+                    {
+                        let name = names
+                            .iter()
+                            .min()
+                            .map(|n| String::from_utf8_lossy(n).into_owned())
+                            .unwrap_or_default();
+                        return Policy {
+                            choices: vec![Choice::new(
+                                format!("the record for {name}"),
+                                vec![g.span],
+                                vec![g.lines],
+                            )],
+                            reason: "",
+                        };
+                    }
+                }
+            }
+            if let Some(g) = groups.iter().find(|g| {
+                self.group_names(grouping, g, Kind::UserAgent, true)
+                    .iter()
+                    .any(|n| n == b"*")
+            }) {
+                return Policy {
+                    choices: vec![Choice::new(
+                        "the record for *".to_string(),
+                        vec![g.span],
+                        vec![g.lines],
+                    )],
+                    reason: "",
+                };
+            }
+            return Policy {
+                choices: Vec::new(),
+                reason: "no record applies to this robot: everything is allowed",
+            };
+        }
+
+        let choice = |label: String,
+                      test: &dyn Fn(&Group) -> bool,
+                      before: &[(Span, (u32, u32))]|
+         -> Option<Choice> {
+            let (spans, lines): (Vec<Span>, Vec<(u32, u32)>) = before
+                .iter()
+                .copied()
+                .chain(groups.iter().filter(|g| test(g)).map(|g| (g.span, g.lines)))
+                .unzip();
+            (!spans.is_empty()).then(|| Choice::new(label, spans, lines))
+        };
+        let mut choices: Vec<Choice> = Vec::new();
+        if let Some(tok) = token.as_deref().filter(|t| *t != "*") {
+            choices.extend(choice(
+                format!("user-agent {tok}"),
+                &|g| names(g, Kind::UserAgent, tok.as_bytes()),
+                &[],
+            ));
+        }
+        let mut named_roles: Vec<String> = Vec::new();
+        for r in roles {
+            let r = r.to_ascii_lowercase();
+            if !r.is_empty() && r != "*" && !named_roles.contains(&r) {
+                named_roles.push(r);
+            }
+        }
+        let virtual_star = |g: &Group| names(g, Kind::VirtualAgent, b"*");
+        let mut role_choices: Vec<Choice> = Vec::new();
+        if choices.is_empty() && profile.virtual_agents && !roles.is_empty() {
+            for role in &named_roles {
+                role_choices.extend(choice(
+                    format!("virtual agent {role}"),
+                    &|g| {
+                        names(g, Kind::UserAgent, role.as_bytes())
+                            || names(g, Kind::VirtualAgent, role.as_bytes())
+                    },
+                    &[],
+                ));
+            }
+            if profile.roles == Roles::Targeted {
+                choices = if role_choices.is_empty() {
+                    choice("virtual-agent *".to_string(), &virtual_star, &[])
+                        .into_iter()
+                        .collect()
+                } else {
+                    std::mem::take(&mut role_choices)
+                };
+            }
+        }
+        if choices.is_empty() {
+            let star_preamble: &[(Span, (u32, u32))] = if profile.preamble == Preamble::Star {
+                &preamble
+            } else {
+                &[]
+            };
+            choices.extend(choice(
+                "user-agent *".to_string(),
+                &|g| names(g, Kind::UserAgent, b"*"),
+                star_preamble,
+            ));
+            if profile.virtual_agents && !roles.is_empty() && profile.roles == Roles::Combined {
+                // The companion spec: respect '*' and every role's groups; err on the side of caution.
+                choices.append(&mut role_choices);
+                choices.extend(choice("virtual-agent *".to_string(), &virtual_star, &[]));
+            }
+        }
+        if profile.preamble == Preamble::Everyone && !preamble.is_empty() {
+            for c in &mut choices {
+                c.spans.splice(0..0, preamble.iter().map(|p| p.0));
+                c.lines.splice(0..0, preamble.iter().map(|p| p.1));
+            }
+            if choices.is_empty() {
+                let (spans, lines) = preamble.into_iter().unzip();
+                choices.push(Choice::new(
+                    "rules before any user-agent line".to_string(),
+                    spans,
+                    lines,
+                ));
+            }
+        }
+        Policy {
+            choices,
+            reason: "no group applies to this robot: everything is allowed",
+        }
+    }
+
+    /// Heap bytes this object owns, its lazy indexes included.
+    pub fn heap_size(&self) -> usize {
+        let groups: usize = self
+            .groupings
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|g| g.groups.capacity() * std::mem::size_of::<Group>() + g.agents.capacity() * 4)
+            .sum();
+        let size = |k: &PolicyKey, p: &Policy| {
+            std::mem::size_of::<(PolicyKey, Policy)>()
+                + k.agent.capacity()
+                + k.roles.iter().map(|r| 24 + r.capacity()).sum::<usize>()
+                + p.choices
+                    .iter()
+                    .map(|c| {
+                        std::mem::size_of::<Choice>()
+                            + c.label.capacity()
+                            + c.spans.capacity() * 16
+                            + c.lines.capacity() * 8
+                            + c.rules.get().map_or(0, Rules::heap_size)
+                    })
+                    .sum::<usize>()
+        };
+        let first = self.first_policy.get().map_or(0, |b| size(&b.0, &b.1));
+        let policies: usize = self
+            .policies
+            .lock()
+            .map(|v| v.iter().map(|(k, p)| 16 + size(k, p)).sum())
+            .unwrap_or(0);
+        // the table is counted whole by each object sharing it: it is theirs to keep alive
+        std::mem::size_of::<Table>() + self.table.heap_size() + groups + first + policies
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The rules one line makes: none when empty, two for Google's `Allow: .../index.html`.
+fn compile(profile: &Profile, allow: bool, value: &[u8], entry: u32) -> Vec<Rule> {
+    let pattern: Cow<'_, [u8]> = match profile.target {
+        Target::Rfc3986 => normalise(value, true),
+        Target::Plain => normalise(value, false),
+        Target::Google => google_escape(value),
+        Target::Selector => Cow::Borrowed(value),
+    };
+    let plain = value.iter().all(|&b| is_plain(b));
+    let Some(rule) = Rule::new(
+        allow,
+        &pattern,
+        entry,
+        profile.wildcards,
+        profile.anchor,
+        plain,
+    ) else {
+        return Vec::new();
+    };
+    let mut out = vec![rule];
+    if allow && profile.index_html {
+        if let Some(slash) = pattern.iter().rposition(|&b| b == b'/') {
+            if pattern[slash..].starts_with(b"/index.htm") {
+                let mut dir = pattern[..=slash].to_vec();
+                dir.push(b'$');
+                out.extend(
+                    Rule::new(true, &dir, entry, profile.wildcards, profile.anchor, false)
+                        .map(Rule::into_extra),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// What a target is matched as: one path, or for Gopher the selector and its typed form.
+pub fn subjects<'a>(profile: &Profile, target: &'a [u8]) -> Result<Subjects<'a>, NotAPath> {
+    Ok(match profile.target {
+        Target::Rfc3986 | Target::Plain => {
+            let path = match url_path(target)? {
+                Cow::Borrowed(p) => normalise(p, false),
+                Cow::Owned(p) => Cow::Owned(normalise(&p, false).into_owned()),
+            };
+            (path, None)
+        }
+        Target::Google => (google_path(target), None),
+        Target::Selector => gopher_selectors(target),
+    })
+}

@@ -1,0 +1,555 @@
+//! The line table: what a file says, line by line, in less room than the file.
+//!
+//! Preparing reads the bytes once: it skips a byte order mark, caps the size, ends lines at
+//! LF, CRLF or a lone CR, cuts lines longer than Google's buffer, and keeps every line that
+//! carries a key and a value, with its number.  Blank lines and comments are not kept, nor
+//! keys spelled one of the usual ways, so a table holds less than the file it came from.
+
+use crate::line::{classify, split_line, trim, Kind};
+
+/// Google's line buffer is 2083 * 8 bytes including the terminating NUL.
+pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
+/// How much of an unparsable line is kept, for its diagnostic.
+const UNPARSABLE_KEPT: usize = 240;
+/// How much of the start of a file is looked at to tell a binary file or an HTML page.
+const HEAD_CHARS: usize = 4096;
+
+const SPELLING_SHIFT: u8 = 4;
+const STORED: u8 = 3; // the key is stored before the value, with a ':' between
+const MISSING_COLON: u8 = 1 << 6;
+
+/// Every MARK-th entry has its line number and arena offset kept whole; the others keep
+/// theirs as differences from the entry before, in two bytes each.
+const MARK: usize = 32;
+/// A gap between line numbers too large for two bytes: that entry is marked.
+const FAR: u16 = u16::MAX;
+
+/// One kept line.
+#[derive(Clone, Copy, Debug)]
+pub struct LineRef<'a> {
+    pub number: u32,
+    pub kind: Kind,
+    /// The key as written (for an unparsable line, empty).
+    pub key: &'a [u8],
+    /// The value, trimmed; for an unparsable line, its text without a comment.
+    pub value: &'a [u8],
+    pub missing_colon: bool,
+}
+
+/// Every line with a key and a value, and what was done to the file to read it.
+#[derive(Debug, Default)]
+pub struct Table {
+    arena: Vec<u8>,
+    /// Per entry: kind, key spelling, missing colon.
+    meta: Vec<u8>,
+    /// Per entry: its line number less the previous entry's (FAR: see `marks`).
+    gaps: Vec<u16>,
+    /// Per entry: its bytes in the arena (a key and value fit: lines are cut at 16,663 bytes).
+    lens: Vec<u16>,
+    /// (entry, line number, arena offset) of every MARK-th entry and of every FAR one.
+    marks: Vec<(u32, u32, u32)>,
+    /// Line number and arena offset of the last entry pushed, while the table is built.
+    last_number: u32,
+    last_start: u32,
+    /// For each entry, the first blank line before the next entry (0: none); only for
+    /// entries followed by one, as (entry, line).
+    blanks: Vec<(u32, u32)>,
+    /// Lines holding control characters or bytes that are not UTF-8.
+    pub control_lines: Vec<u32>,
+    /// Lines cut at MAX_LINE_BYTES.
+    pub long_lines: Vec<u32>,
+    /// Lines in the file (an empty file has one).
+    pub n_lines: u32,
+    /// Where `max_bytes` cut the input, if it did.
+    pub truncated_at: Option<usize>,
+    /// The first line `max_bytes` left out (when it cut the input).
+    pub truncated_line: u32,
+    pub bom: bool,
+    pub invalid_utf8: bool,
+    /// Its start looks like a binary file, or like an HTML page.
+    pub binary: bool,
+    pub html: bool,
+}
+
+fn is_control(b: u8) -> bool {
+    (b < 9) | (b.wrapping_sub(0x0e) < 0x12) | (b == 0x7f)
+}
+
+/// Whether any byte is a control character, in chunks the compiler can vectorise.
+fn any_control(s: &[u8]) -> bool {
+    s.chunks(64)
+        .any(|c| c.iter().fold(false, |acc, &b| acc | is_control(b)))
+}
+
+/// Control characters in `s`, counting each byte that is not part of valid UTF-8 as one (as
+/// Python does, decoding with surrogateescape).
+fn count_odd(s: &[u8], limit_chars: usize) -> (usize, usize) {
+    let mut odd = 0;
+    let mut chars = 0;
+    let mut rest = s;
+    while !rest.is_empty() && chars < limit_chars {
+        let valid = match std::str::from_utf8(rest) {
+            Ok(v) => v,
+            Err(e) => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        for c in valid.chars() {
+            if chars == limit_chars {
+                return (odd, chars);
+            }
+            chars += 1;
+            if c.is_ascii() && is_control(c as u8) {
+                odd += 1;
+            }
+        }
+        rest = &rest[valid.len()..];
+        if !rest.is_empty() && chars < limit_chars {
+            let bad = match std::str::from_utf8(rest) {
+                Err(e) => e.error_len().unwrap_or(rest.len()),
+                Ok(_) => 0,
+            };
+            let bad = bad.min(limit_chars - chars).max(1);
+            odd += bad;
+            chars += bad;
+            rest = &rest[bad.min(rest.len())..];
+        }
+    }
+    (odd, chars)
+}
+
+fn has_odd(line: &[u8]) -> bool {
+    if line.is_ascii() {
+        line.iter().any(|&b| is_control(b))
+    } else {
+        count_odd(line, usize::MAX).0 > 0
+    }
+}
+
+/// How much of a UTF-8 byte order mark starts the data: Google skips any prefix of one.
+fn bom_length(data: &[u8]) -> usize {
+    data.iter()
+        .zip(b"\xef\xbb\xbf")
+        .take_while(|(a, b)| a == b)
+        .count()
+}
+
+/// Where the first byte equal to `a` or `b` is, eight bytes at a time.
+pub(crate) fn find2(s: &[u8], a: u8, b: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (ma, mb) = (LO * a as u64, LO * b as u64);
+    let mut i = 0;
+    while i + 8 <= s.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&s[i..i + 8]);
+        let v = u64::from_le_bytes(word);
+        let (x, y) = (v ^ ma, v ^ mb);
+        let hit = (x.wrapping_sub(LO) & !x | y.wrapping_sub(LO) & !y) & HI;
+        if hit != 0 {
+            return Some(i + (hit.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    s[i..].iter().position(|&c| c == a || c == b).map(|k| i + k)
+}
+
+/// The file read as lines: each without its line end (LF, CRLF or a lone CR).
+struct Lines<'a> {
+    rest: &'a [u8],
+    done: bool,
+    /// The text holds a CR somewhere (else only LF is looked for).
+    cr: bool,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a [u8]) -> Lines<'a> {
+        Lines {
+            rest: text,
+            done: false,
+            cr: find2(text, b'\r', b'\r').is_some(),
+        }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.done {
+            return None;
+        }
+        let end = if self.cr {
+            find2(self.rest, b'\n', b'\r')
+        } else {
+            find2(self.rest, b'\n', b'\n')
+        };
+        match end {
+            Some(i) => {
+                let line = &self.rest[..i];
+                let skip = if self.rest[i] == b'\r' && self.rest.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                self.rest = &self.rest[i + skip..];
+                Some(line)
+            }
+            None => {
+                self.done = true;
+                Some(self.rest)
+            }
+        }
+    }
+}
+
+/// Whether a file's start is an HTML page: a tag near the top, and none of its first three
+/// lines without a '<' is a robots.txt line.
+fn looks_like_html(head: &[u8]) -> bool {
+    const TAGS: [&[u8]; 10] = [
+        b"!doctype",
+        b"html",
+        b"head",
+        b"body",
+        b"title",
+        b"meta",
+        b"script",
+        b"div",
+        b"p",
+        b"a",
+    ];
+    let mut found = false;
+    for (i, _) in head.iter().enumerate().filter(|(_, &b)| b == b'<') {
+        let mut j = i + 1;
+        while j < head.len() && matches!(head[j], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+            j += 1;
+        }
+        let rest = &head[j..];
+        if TAGS.iter().any(|t| {
+            rest.len() >= t.len()
+                && rest[..t.len()].eq_ignore_ascii_case(t)
+                && rest
+                    .get(t.len())
+                    .is_none_or(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80))
+        }) {
+            found = true;
+            break;
+        }
+    }
+    found
+        && !head
+            .split(|&b| b == b'\n')
+            .take(3)
+            .filter(|l| !l.contains(&b'<'))
+            .any(|l| split_line(l.strip_suffix(b"\r").unwrap_or(l)).is_some())
+}
+
+impl Table {
+    /// Read a file.  `max_bytes` caps what is read; a line it cuts in two is dropped, since
+    /// half an `Allow` would allow too much.
+    pub fn new(data: &[u8], max_bytes: Option<usize>) -> Table {
+        let mut t = Table::default();
+        let bom = bom_length(data);
+        t.bom = bom > 0;
+        let mut text = &data[bom..];
+        if let Some(max) = max_bytes {
+            if text.len() > max {
+                text = &text[..max];
+                t.truncated_at = Some(max);
+                let end = text.iter().rposition(|&b| b == b'\n' || b == b'\r');
+                text = end.map_or(&text[..0], |e| &text[..=e]);
+            }
+        }
+        t.invalid_utf8 = std::str::from_utf8(text).is_err();
+        // Most files are valid UTF-8 without control characters: then no line needs a look.
+        let clean = !t.invalid_utf8 && !any_control(text);
+        // the first HEAD_CHARS characters
+        let head = || {
+            let end = text
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| (b & 0xc0) != 0x80)
+                .nth(HEAD_CHARS)
+                .map_or(text.len(), |(i, _)| i);
+            &text[..end]
+        };
+        if !clean {
+            let (odd, chars) = count_odd(text, HEAD_CHARS);
+            t.binary = head().contains(&0) || odd > 4.max(chars / 20);
+        }
+        let may_be_html = text[..text.len().min(HEAD_CHARS * 4)].contains(&b'<');
+        t.html = !t.binary && may_be_html && looks_like_html(head());
+
+        let mut number: u32 = 0;
+        for mut line in Lines::new(text) {
+            number += 1;
+            if line.len() > MAX_LINE_BYTES {
+                line = &line[..MAX_LINE_BYTES];
+                t.long_lines.push(number);
+            }
+            if !clean && has_odd(line) {
+                t.control_lines.push(number);
+            }
+            // a comment line: nothing to keep, and not blank
+            let lead = line
+                .iter()
+                .position(|&b| !matches!(b, b' ' | b'\t'))
+                .unwrap_or(line.len());
+            if line.get(lead) == Some(&b'#') {
+                continue;
+            }
+            match split_line(line) {
+                Some(s) => {
+                    let kind = classify(s.key);
+                    let spelling = kind
+                        .spellings()
+                        .iter()
+                        .position(|&w| w == s.key)
+                        .map_or(STORED, |i| i as u8);
+                    let meta = kind as u8
+                        | spelling << SPELLING_SHIFT
+                        | if s.missing_colon { MISSING_COLON } else { 0 };
+                    t.push(number, meta);
+                    if spelling == STORED {
+                        t.arena.extend_from_slice(s.key);
+                        t.arena.push(b':');
+                    }
+                    t.arena.extend_from_slice(s.value);
+                }
+                None => {
+                    let uncommented = trim(line.split(|&b| b == b'#').next().unwrap_or_default());
+                    if !uncommented.is_empty() {
+                        t.push(number, Kind::Unparsable as u8);
+                        t.arena.extend_from_slice(
+                            &uncommented[..uncommented.len().min(UNPARSABLE_KEPT)],
+                        );
+                    } else if trim(line).is_empty() && !t.meta.is_empty() {
+                        let last = (t.meta.len() - 1) as u32;
+                        if t.blanks.last().is_none_or(|&(e, _)| e != last) {
+                            t.blanks.push((last, number));
+                        }
+                    }
+                }
+            }
+        }
+        if t.truncated_at.is_some() {
+            t.truncated_line = number;
+        }
+        // A final line end does not start another line; an empty file still has one.
+        let ends_with_eol = text.last().is_some_and(|&b| b == b'\n' || b == b'\r');
+        t.n_lines = if ends_with_eol { number - 1 } else { number }.max(1);
+        if !t.meta.is_empty() {
+            t.lens.push((t.arena.len() as u32 - t.last_start) as u16);
+        }
+        t.arena.shrink_to_fit();
+        t.meta.shrink_to_fit();
+        t.gaps.shrink_to_fit();
+        t.lens.shrink_to_fit();
+        t.marks.shrink_to_fit();
+        t.blanks.shrink_to_fit();
+        t
+    }
+
+    fn push(&mut self, number: u32, meta: u8) {
+        let i = self.meta.len();
+        let start = self.arena.len() as u32;
+        if i > 0 {
+            self.lens.push((start - self.last_start) as u16);
+        }
+        let gap = number - self.last_number;
+        let far = gap >= FAR as u32;
+        if i.is_multiple_of(MARK) || far {
+            self.marks.push((i as u32, number, start));
+        }
+        self.gaps.push(if far { FAR } else { gap as u16 });
+        self.meta.push(meta);
+        self.last_number = number;
+        self.last_start = start;
+    }
+
+    pub fn len(&self) -> usize {
+        self.meta.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.meta.is_empty()
+    }
+
+    pub fn kind(&self, i: usize) -> Kind {
+        Kind::ALL[(self.meta[i] & 0x0f) as usize]
+    }
+
+    /// Line number and arena offset of entry `i`: from the mark before it, at most MARK steps.
+    fn locate(&self, i: usize) -> (u32, u32) {
+        let m = self.marks.partition_point(|mk| mk.0 as usize <= i) - 1;
+        let (e, mut number, mut start) = self.marks[m];
+        for k in e as usize..i {
+            start += self.lens[k] as u32;
+            number += self.gaps[k + 1] as u32;
+        }
+        (number, start)
+    }
+
+    pub fn number(&self, i: usize) -> u32 {
+        self.locate(i).0
+    }
+
+    /// Entries `from..to` in order, each with its line number and value, read in one pass.
+    pub fn entries(&self, from: usize, to: usize) -> Entries<'_> {
+        let (number, start) = if from < to { self.locate(from) } else { (0, 0) };
+        Entries {
+            table: self,
+            i: from,
+            to,
+            number,
+            start,
+        }
+    }
+
+    /// The first blank line after entry `i`, before entry `i + 1`, if there is one.
+    pub fn blank_after(&self, i: usize) -> Option<u32> {
+        self.blanks
+            .binary_search_by_key(&(i as u32), |&(e, _)| e)
+            .ok()
+            .map(|k| self.blanks[k].1)
+    }
+
+    fn bytes_at(&self, i: usize, start: u32) -> &[u8] {
+        &self.arena[start as usize..start as usize + self.lens[i] as usize]
+    }
+
+    fn bytes(&self, i: usize) -> &[u8] {
+        self.bytes_at(i, self.locate(i).1)
+    }
+
+    fn value_in<'a>(&self, i: usize, b: &'a [u8]) -> &'a [u8] {
+        if (self.meta[i] >> SPELLING_SHIFT) & 3 == STORED && self.kind(i) != Kind::Unparsable {
+            let colon = b.iter().position(|&c| c == b':').unwrap_or(0);
+            &b[colon + 1..]
+        } else {
+            b
+        }
+    }
+
+    /// The value of entry `i`, without reading its key.
+    pub fn value(&self, i: usize) -> &[u8] {
+        self.value_in(i, self.bytes(i))
+    }
+
+    pub fn line(&self, i: usize) -> LineRef<'_> {
+        let kind = self.kind(i);
+        let spelling = (self.meta[i] >> SPELLING_SHIFT) & 3;
+        let key: &[u8] = if kind == Kind::Unparsable {
+            b""
+        } else if spelling == STORED {
+            let b = self.bytes(i);
+            &b[..b.iter().position(|&c| c == b':').unwrap_or(0)]
+        } else {
+            kind.spellings()[spelling as usize]
+        };
+        LineRef {
+            number: self.number(i),
+            kind,
+            key,
+            value: self.value(i),
+            missing_colon: self.meta[i] & MISSING_COLON != 0,
+        }
+    }
+
+    /// Heap bytes the table owns.
+    pub fn heap_size(&self) -> usize {
+        self.arena.capacity()
+            + self.meta.capacity()
+            + (self.gaps.capacity() + self.lens.capacity()) * 2
+            + self.marks.capacity() * 12
+            + self.blanks.capacity() * 8
+            + (self.control_lines.capacity() + self.long_lines.capacity()) * 4
+    }
+}
+
+/// Entries in order: (entry, line number, kind, value).
+pub struct Entries<'a> {
+    table: &'a Table,
+    i: usize,
+    to: usize,
+    number: u32,
+    start: u32,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (usize, u32, Kind, &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.i >= self.to {
+            return None;
+        }
+        let t = self.table;
+        let i = self.i;
+        let item = (
+            i,
+            self.number,
+            t.kind(i),
+            t.value_in(i, t.bytes_at(i, self.start)),
+        );
+        self.i += 1;
+        if self.i < self.to {
+            self.start += t.lens[i] as u32;
+            self.number = match t.gaps[self.i] {
+                FAR => t.locate(self.i).0,
+                gap => self.number + gap as u32,
+            };
+        }
+        Some(item)
+    }
+}
+
+/// The first `n` lines of a file, as the table reads them (BOM skipped, lines ended by LF).
+pub fn head_lines(data: &[u8], n: usize) -> Vec<u8> {
+    let skip = bom_length(data);
+    let mut out = Vec::new();
+    for (k, line) in Lines::new(&data[skip..]).take(n).enumerate() {
+        if k > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_numbers_and_spellings() {
+        let t = Table::new(
+            b"\xef\xbb\xbfUser-agent: *\r\n\r\n# c\rDISALLOW: /a\nfoo bar baz\n",
+            None,
+        );
+        assert!(t.bom);
+        assert_eq!(t.len(), 3);
+        assert_eq!(
+            (t.number(0), t.kind(0), t.value(0)),
+            (1, Kind::UserAgent, &b"*"[..])
+        );
+        let l = t.line(1);
+        assert_eq!(
+            (l.number, l.kind, l.key, l.value),
+            (4, Kind::Disallow, &b"DISALLOW"[..], &b"/a"[..])
+        );
+        assert_eq!(t.kind(2), Kind::Unparsable);
+        assert_eq!(t.blank_after(0), Some(2));
+        assert_eq!(t.n_lines, 5);
+    }
+
+    #[test]
+    fn a_cut_line_is_dropped() {
+        let t = Table::new(b"Disallow: /a\nAllow: /abc", Some(20));
+        assert_eq!(t.truncated_at, Some(20));
+        assert_eq!(t.len(), 1);
+        assert!(!t.invalid_utf8);
+    }
+
+    #[test]
+    fn binary_and_html() {
+        assert!(Table::new(b"\x00\x01\x02 junk", None).binary);
+        assert!(Table::new(b"<!DOCTYPE html>\n<html><body>x</body></html>", None).html);
+        assert!(!Table::new(b"User-agent: *\n<p>\n", None).html);
+    }
+}

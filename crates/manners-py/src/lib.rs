@@ -1,0 +1,592 @@
+//! `manners._core`: the thin Python binding of manners-core.
+//!
+//! Conversions only: Python strings and bytes in, NamedTuples out.  What a file means is
+//! decided in manners-core; what the public API looks like is in `manners/robots.py`.
+#![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use manners_core::line::Kind;
+use manners_core::profile::{Preamble, Roles, Target};
+use manners_core::{target, Profile, RobotsTxt};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
+
+/// Inputs at least this long are parsed with the GIL released, so threads parse in parallel.
+const RELEASE_GIL_BYTES: usize = 256;
+/// Rule sets at least this large are searched with the GIL released.
+const RELEASE_GIL_RULES: usize = 32;
+
+/// A profile's switches, as the engine reads them (built from a `manners.Profile`).
+#[pyclass(frozen, module = "manners._core", name = "Profile")]
+struct PyProfile {
+    inner: Arc<Profile>,
+}
+
+#[pymethods]
+impl PyProfile {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (name, target, wildcards, anchor, allow, index_html, virtual_agents, preamble, records, always_allowed, agent, fields_end_groups, roles))]
+    fn new(
+        name: String,
+        target: &str,
+        wildcards: bool,
+        anchor: bool,
+        allow: bool,
+        index_html: bool,
+        virtual_agents: bool,
+        preamble: &str,
+        records: &str,
+        always_allowed: Vec<String>,
+        agent: &str,
+        fields_end_groups: bool,
+        roles: &str,
+    ) -> PyResult<Self> {
+        let bad = |what: &str, v: &str| PyValueError::new_err(format!("unknown {what} {v:?}"));
+        let inner = Profile {
+            name,
+            target: match target {
+                "rfc3986" => Target::Rfc3986,
+                "google" => Target::Google,
+                "selector" => Target::Selector,
+                "plain" => Target::Plain,
+                _ => return Err(bad("target", target)),
+            },
+            wildcards,
+            anchor,
+            allow,
+            index_html,
+            virtual_agents,
+            preamble: match preamble {
+                "ignored" => Preamble::Ignored,
+                "star" => Preamble::Star,
+                "everyone" => Preamble::Everyone,
+                _ => return Err(bad("preamble", preamble)),
+            },
+            records_1994: match records {
+                "groups" => false,
+                "1994" => true,
+                _ => return Err(bad("records", records)),
+            },
+            always_allowed: always_allowed.into_iter().map(String::into_bytes).collect(),
+            exact_agent: match agent {
+                "token" => false,
+                "exact" => true,
+                _ => return Err(bad("agent", agent)),
+            },
+            fields_end_groups,
+            roles: match roles {
+                "combined" => Roles::Combined,
+                "targeted" => Roles::Targeted,
+                _ => return Err(bad("roles", roles)),
+            },
+        };
+        Ok(PyProfile {
+            inner: Arc::new(inner),
+        })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+}
+
+/// A parsed robots.txt: `manners.RobotsTxt` is this class with the Python-side extras.
+#[pyclass(subclass, frozen, module = "manners._core", name = "RobotsTxt")]
+struct PyRobots {
+    inner: RobotsTxt,
+    /// The `manners.Profile` given to parse(), returned as it was given.
+    profile: Option<Py<PyAny>>,
+}
+
+/// A str as UTF-8, its undecodable bytes (surrogate escapes) given back as the bytes they were.
+fn str_bytes<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8]>> {
+    match s.to_str() {
+        Ok(v) => Ok(Cow::Borrowed(v.as_bytes())),
+        Err(_) => {
+            let encoded = s
+                .call_method1("encode", ("utf-8", "surrogateescape"))
+                .or_else(|_| s.call_method1("encode", ("utf-8", "surrogatepass")))?;
+            Ok(Cow::Owned(
+                encoded.downcast::<PyBytes>()?.as_bytes().to_vec(),
+            ))
+        }
+    }
+}
+
+fn text<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
+    match std::str::from_utf8(b) {
+        Ok(s) => PyString::new(py, s),
+        Err(_) => {
+            let decoded = PyBytes::new(py, b).call_method1("decode", ("utf-8", "surrogateescape"));
+            match decoded.and_then(|d| d.downcast_into::<PyString>().map_err(Into::into)) {
+                Ok(s) => s,
+                Err(_) => PyString::new(py, &String::from_utf8_lossy(b)),
+            }
+        }
+    }
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+fn target_bytes<'a>(target: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+    match target.downcast::<PyString>() {
+        Ok(s) => str_bytes(s),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "target must be a URL or a path (str), not {}",
+            type_name(target)
+        ))),
+    }
+}
+
+fn agent_str<'a>(agent: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, str>> {
+    match agent.downcast::<PyString>() {
+        Ok(s) => Ok(s
+            .to_str()
+            .map(Cow::Borrowed)
+            .unwrap_or_else(|_| Cow::Owned(s.to_string_lossy().into_owned()))),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "agent must be a str (a robot's name such as 'mybot'), not {}",
+            type_name(agent)
+        ))),
+    }
+}
+
+/// A robot's name argument, "*" when not given; anything but a str is a TypeError.
+struct Agent<'py>(Option<Bound<'py, PyString>>);
+
+impl<'py> FromPyObject<'py> for Agent<'py> {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        agent_str(ob)?;
+        Ok(Agent(Some(ob.downcast::<PyString>()?.clone())))
+    }
+}
+
+impl Agent<'_> {
+    fn name(&self) -> Cow<'_, str> {
+        match &self.0 {
+            None => Cow::Borrowed("*"),
+            Some(s) => s
+                .to_str()
+                .map(Cow::Borrowed)
+                .unwrap_or_else(|_| Cow::Owned(s.to_string_lossy().into_owned())),
+        }
+    }
+}
+
+/// Roles as names: a lone string is one role, not a run of letters; None is no role.
+fn role_names(roles: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(roles) = roles else {
+        return Ok(Vec::new());
+    };
+    if roles.is_none() {
+        return Ok(Vec::new());
+    }
+    if let Ok(s) = roles.downcast::<PyString>() {
+        return Ok(vec![s.to_string_lossy().into_owned()]);
+    }
+    if let Ok(t) = roles.downcast::<PyTuple>() {
+        if t.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
+    let bad = || PyTypeError::new_err("roles must be names such as 'indexer' or 'archiver' (str)");
+    let mut out = Vec::new();
+    for r in roles.try_iter().map_err(|_| bad())? {
+        let r = r?;
+        let s = r.downcast::<PyString>().map_err(|_| bad())?;
+        out.push(s.to_string_lossy().into_owned());
+    }
+    Ok(out)
+}
+
+fn not_a_path(target: &Bound<'_, PyAny>) -> PyErr {
+    let shown = target
+        .get_item(PySlice::new(target.py(), 0, 80, 1))
+        .and_then(|s| s.repr())
+        .map(|r| r.to_string())
+        .unwrap_or_default();
+    PyValueError::new_err(format!(
+        "{shown} is neither a URL (scheme://host/path) nor a path starting with '/'"
+    ))
+}
+
+fn decision_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static DECISION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    DECISION.import(py, "manners.robots", "Decision")
+}
+
+fn kind_from(name: &str) -> PyResult<Kind> {
+    Ok(match name {
+        "crawl-delay" => Kind::CrawlDelay,
+        "request-rate" => Kind::RequestRate,
+        "check" => Kind::Check,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "{name:?} is not a field with a number"
+            )))
+        }
+    })
+}
+
+impl PyRobots {
+    fn field_profile(
+        &self,
+        profile: Option<&Bound<'_, PyProfile>>,
+        has_roles: bool,
+    ) -> Arc<Profile> {
+        match profile {
+            Some(p) => Arc::clone(&p.get().inner),
+            None => Arc::clone(self.inner.fields_profile(has_roles)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyRobots {
+    #[new]
+    #[pyo3(signature = (data, profile=None, core=None, max_bytes=None))]
+    fn new(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        profile: Option<Py<PyAny>>,
+        core: Option<&Bound<'_, PyProfile>>,
+        max_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let core = core.map(|c| Arc::clone(&c.get().inner));
+        let profile = profile.filter(|p| !p.is_none(py));
+        if let Ok(other) = data.downcast::<PyRobots>() {
+            return Ok(PyRobots {
+                inner: other.get().inner.reread(core),
+                profile,
+            });
+        }
+        let owned;
+        let bytes: &[u8] = if let Ok(b) = data.downcast::<PyBytes>() {
+            b.as_bytes()
+        } else if let Ok(s) = data.downcast::<PyString>() {
+            owned = str_bytes(s)?.into_owned();
+            &owned
+        } else if data.is_instance_of::<pyo3::types::PyByteArray>()
+            || data.is_instance_of::<pyo3::types::PyMemoryView>()
+        {
+            let b = py.get_type::<PyBytes>().call1((data,))?;
+            owned = b.downcast::<PyBytes>()?.as_bytes().to_vec();
+            &owned
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "robots.txt must be bytes or str, not {}",
+                type_name(data)
+            )));
+        };
+        let inner = if bytes.len() >= RELEASE_GIL_BYTES {
+            py.detach(|| RobotsTxt::parse(bytes, core, max_bytes))
+        } else {
+            RobotsTxt::parse(bytes, core, max_bytes)
+        };
+        Ok(PyRobots { inner, profile })
+    }
+
+    /// The profile given to parse(); None means: chosen by each target's scheme.
+    #[getter]
+    fn profile(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.profile.as_ref().map(|p| p.clone_ref(py))
+    }
+
+    /// May `agent` (acting as `roles`) fetch `target`?
+    #[pyo3(signature = (target, agent=Agent(None), roles=None), text_signature = "(self, /, target, agent='*', roles=None)")]
+    fn allowed(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        agent: Agent<'_>,
+        roles: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let t = target_bytes(target)?;
+        let agent = agent.name();
+        let roles = role_names(roles)?;
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let large = self.inner.table().len() >= RELEASE_GIL_RULES;
+        let answer = if large {
+            py.detach(|| self.inner.allowed(&t, &agent, &roles))
+        } else {
+            self.inner.allowed(&t, &agent, &roles)
+        };
+        answer.map_err(|_| not_a_path(target))
+    }
+
+    /// Like allowed(), with the deciding rule, its line and the reason.
+    #[pyo3(signature = (target, agent=Agent(None), roles=None), text_signature = "(self, /, target, agent='*', roles=None)")]
+    fn decide<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        agent: Agent<'py>,
+        roles: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = target_bytes(target)?;
+        let agent = agent.name();
+        let roles = role_names(roles)?;
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let d = if self.inner.table().len() >= RELEASE_GIL_RULES {
+            py.detach(|| self.inner.decide(&t, &agent, &roles))
+        } else {
+            self.inner.decide(&t, &agent, &roles)
+        }
+        .map_err(|_| not_a_path(target))?;
+        let rule = match d.rule {
+            Some((allow, value)) => {
+                let prefix = PyString::new(py, if allow { "Allow: " } else { "Disallow: " });
+                Some(prefix.add(text(py, &value))?)
+            }
+            None => None,
+        };
+        decision_class(py)?.call1((d.allowed, d.line, rule, d.reason, d.profile))
+    }
+
+    /// Values of the fields with a number that apply to this robot, as the engine reads them.
+    #[pyo3(signature = (kind, agent, roles, profile=None))]
+    fn _field(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        agent: &Bound<'_, PyAny>,
+        roles: Option<&Bound<'_, PyAny>>,
+        profile: Option<&Bound<'_, PyProfile>>,
+    ) -> PyResult<Py<PyAny>> {
+        let agent = agent_str(agent)?;
+        let roles = role_names(roles)?;
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let profile = self.field_profile(profile, !roles.is_empty());
+        let kind = kind_from(kind)?;
+        Ok(match kind {
+            Kind::RequestRate => self
+                .inner
+                .request_rate(&agent, &roles, &profile)
+                .into_pyobject(py)?
+                .unbind(),
+            Kind::Check => self
+                .inner
+                .check_interval(&agent, &roles, &profile)
+                .into_pyobject(py)?
+                .unbind(),
+            _ => self
+                .inner
+                .crawl_delay(&agent, &roles, &profile)
+                .into_pyobject(py)?
+                .unbind(),
+        })
+    }
+
+    /// Sitemap URLs from anywhere in the file, in order, without repeats.
+    #[getter]
+    fn sitemaps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.inner.sitemaps().into_iter().map(|s| text(py, s)))
+    }
+
+    /// Every key/value line: (number, kind, key, value).
+    fn _lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let t = self.inner.table();
+        let rows = (0..t.len())
+            .map(|i| t.line(i))
+            .filter(|l| l.kind != Kind::Unparsable)
+            .map(|l| (l.number, l.kind.name(), text(py, l.key), text(py, l.value)))
+            .collect::<Vec<_>>();
+        PyList::new(py, rows)
+    }
+
+    /// What diagnostics read: every kept line with its missing colon, and what preparing did.
+    fn _table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let t = self.inner.table();
+        let rows = PyList::new(
+            py,
+            (0..t.len()).map(|i| t.line(i)).map(|l| {
+                (
+                    l.number,
+                    l.kind.name(),
+                    text(py, l.key),
+                    text(py, l.value),
+                    l.missing_colon,
+                )
+            }),
+        )?;
+        (
+            rows,
+            t.truncated_at.map(|at| (at, t.truncated_line)),
+            t.invalid_utf8,
+            t.bom,
+            t.long_lines.clone(),
+            t.control_lines.clone(),
+            t.binary,
+            t.html,
+            t.n_lines,
+        )
+            .into_pyobject(py)
+    }
+
+    /// The groups as a profile delimits them: (agents, virtual, names, virtual names, lines).
+    fn _groups<'py>(
+        &self,
+        py: Python<'py>,
+        profile: &Bound<'py, PyProfile>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let t = self.inner.table();
+        let core = &profile.get().inner;
+        let grouping = self.inner.groups(core);
+        let mut out = Vec::with_capacity(grouping.groups.len());
+        for g in &grouping.groups {
+            let lines_of = |kind: Kind| -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(
+                    py,
+                    grouping
+                        .members(g)
+                        .filter(|&i| t.kind(i) == kind)
+                        .map(|i| (t.number(i), text(py, t.value(i))))
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let set = |kind: Kind| -> PyResult<Bound<'py, PyFrozenSet>> {
+                let names = self.inner.group_names(grouping, g, kind, core.records_1994);
+                PyFrozenSet::new(py, names.iter().map(|n| text(py, n)))
+            };
+            out.push((
+                lines_of(Kind::UserAgent)?,
+                lines_of(Kind::VirtualAgent)?,
+                set(Kind::UserAgent)?,
+                set(Kind::VirtualAgent)?,
+                g.lines,
+            ));
+        }
+        PyList::new(py, out)
+    }
+
+    /// Whose rules decide for this robot: [(who, [(first, last), ...])], and the reason when nobody's do.
+    #[pyo3(signature = (agent, roles, profile))]
+    fn _applies<'py>(
+        &self,
+        py: Python<'py>,
+        agent: &Bound<'py, PyAny>,
+        roles: Option<&Bound<'py, PyAny>>,
+        profile: &Bound<'py, PyProfile>,
+    ) -> PyResult<(Bound<'py, PyList>, &'static str)> {
+        let agent = agent_str(agent)?;
+        let roles = role_names(roles)?;
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let policy = self.inner.policy(&profile.get().inner, &agent, &roles);
+        let rows = policy
+            .choices
+            .iter()
+            .map(|c| (c.label.clone(), c.lines.clone()));
+        Ok((PyList::new(py, rows)?, policy.reason))
+    }
+
+    fn __sizeof__(&self) -> usize {
+        std::mem::size_of::<PyRobots>() + 16 + self.inner.heap_size()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let name = match &self.profile {
+            Some(p) => p.bind(py).getattr("name")?.to_string(),
+            None => "auto".to_string(),
+        };
+        Ok(format!(
+            "<RobotsTxt profile={name} lines={}>",
+            self.inner.table().n_lines
+        ))
+    }
+}
+
+/// The lower-cased product token a caller's name stands for; "*" for the star; None when the
+/// name leads with no valid token.
+#[pyfunction]
+fn product_token(agent: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    Ok(manners_core::agents::product_token(&agent_str(agent)?))
+}
+
+/// The token a file's agent line names: "*", or its leading [A-Za-z_-] run, lower-cased.
+#[pyfunction]
+fn agent_token(py: Python<'_>, value: &Bound<'_, PyString>) -> PyResult<Py<PyString>> {
+    Ok(text(py, &manners_core::agents::agent_token(&str_bytes(value)?)).unbind())
+}
+
+/// The path a profile's target reading matches: for tests and tools that show it.
+#[pyfunction]
+fn url_path(py: Python<'_>, target: &Bound<'_, PyString>) -> PyResult<Py<PyString>> {
+    let any = target.as_any();
+    let b = str_bytes(target)?;
+    match target::url_path(&b) {
+        Ok(p) => Ok(text(py, &p).unbind()),
+        Err(_) => Err(not_a_path(any)),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (s, *, pattern))]
+fn normalise(py: Python<'_>, s: &Bound<'_, PyString>, pattern: bool) -> PyResult<Py<PyString>> {
+    Ok(text(py, &target::normalise(&str_bytes(s)?, pattern)).unbind())
+}
+
+#[pyfunction]
+fn google_escape(py: Python<'_>, s: &Bound<'_, PyString>) -> PyResult<Py<PyString>> {
+    Ok(text(py, &target::google_escape(&str_bytes(s)?)).unbind())
+}
+
+#[pyfunction]
+fn google_path(py: Python<'_>, s: &Bound<'_, PyString>) -> PyResult<Py<PyString>> {
+    Ok(text(py, &target::google_path(&str_bytes(s)?)).unbind())
+}
+
+#[pyfunction]
+fn gopher_selectors<'py>(
+    py: Python<'py>,
+    s: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let b = str_bytes(s)?;
+    let (first, second) = target::gopher_selectors(&b);
+    PyTuple::new(
+        py,
+        std::iter::once(first)
+            .chain(second)
+            .map(|p| text(py, &p))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// (requests, seconds) from a Request-rate value, or None when it is not one.
+#[pyfunction]
+fn rate(value: &Bound<'_, PyString>) -> PyResult<Option<(u64, f64)>> {
+    Ok(manners_core::fields::rate(&str_bytes(value)?))
+}
+
+/// The first `n` lines of a file as the parser reads them, joined by LF.
+#[pyfunction]
+fn head_lines(py: Python<'_>, data: &Bound<'_, PyBytes>, n: usize) -> Py<PyBytes> {
+    PyBytes::new(py, &manners_core::table::head_lines(data.as_bytes(), n)).unbind()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyProfile>()?;
+    m.add_class::<PyRobots>()?;
+    m.add("MAX_LINE_BYTES", manners_core::table::MAX_LINE_BYTES)?;
+    m.add_function(wrap_pyfunction!(product_token, m)?)?;
+    m.add_function(wrap_pyfunction!(agent_token, m)?)?;
+    m.add_function(wrap_pyfunction!(url_path, m)?)?;
+    m.add_function(wrap_pyfunction!(normalise, m)?)?;
+    m.add_function(wrap_pyfunction!(google_escape, m)?)?;
+    m.add_function(wrap_pyfunction!(google_path, m)?)?;
+    m.add_function(wrap_pyfunction!(gopher_selectors, m)?)?;
+    m.add_function(wrap_pyfunction!(head_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(rate, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+"""Types of manners._core, the binding of the Rust engine (crates/manners-py)."""
+
+from collections.abc import Iterable
+from typing import final
+
+from typing_extensions import disjoint_base
+
+from .profiles import Profile as PyProfile
+from .robots import Decision
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Profile",
+    "RobotsTxt",
+    "agent_token",
+    "google_escape",
+    "google_path",
+    "gopher_selectors",
+    "head_lines",
+    "normalise",
+    "product_token",
+    "rate",
+    "url_path",
+]
+
+MAX_LINE_BYTES: int
+
+@final
+class Profile:
+    """A profile's switches, as the engine reads them (built from a ``manners.Profile``)."""
+
+    def __new__(
+        cls,
+        name: str,
+        target: str,
+        wildcards: bool,
+        anchor: bool,
+        allow: bool,
+        index_html: bool,
+        virtual_agents: bool,
+        preamble: str,
+        records: str,
+        always_allowed: list[str],
+        agent: str,
+        fields_end_groups: bool,
+        roles: str,
+    ) -> Profile: ...
+    @property
+    def name(self) -> str: ...
+
+@disjoint_base
+class RobotsTxt:
+    """A parsed robots.txt: ``manners.RobotsTxt`` is this class with the Python-side extras."""
+
+    def __new__(
+        cls,
+        data: bytes | bytearray | memoryview | str | RobotsTxt,
+        profile: PyProfile | None = None,
+        core: Profile | None = None,
+        max_bytes: int | None = None,
+    ) -> RobotsTxt: ...
+    @property
+    def profile(self) -> PyProfile | None: ...
+    @property
+    def sitemaps(self) -> list[str]: ...
+    def allowed(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> bool: ...
+    def decide(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> Decision: ...
+    def _field(
+        self, kind: str, agent: str, roles: Iterable[str] | None, profile: Profile | None = None
+    ) -> float | tuple[int, float] | None: ...
+    def _lines(self) -> list[tuple[int, str, str, str]]: ...
+    def _table(
+        self,
+    ) -> tuple[
+        list[tuple[int, str, str, str, bool]],
+        tuple[int, int] | None,
+        bool,
+        bool,
+        list[int],
+        list[int],
+        bool,
+        bool,
+        int,
+    ]: ...
+    def _groups(
+        self, profile: Profile
+    ) -> list[
+        tuple[
+            tuple[tuple[int, str], ...],
+            tuple[tuple[int, str], ...],
+            frozenset[str],
+            frozenset[str],
+            tuple[int, int],
+        ]
+    ]: ...
+    def _applies(
+        self, agent: str, roles: Iterable[str] | None, profile: Profile
+    ) -> tuple[list[tuple[str, list[tuple[int, int]]]], str]: ...
+    def __sizeof__(self) -> int: ...
+
+def product_token(agent: str) -> str | None: ...
+def agent_token(value: str) -> str: ...
+def url_path(target: str) -> str: ...
+def normalise(s: str, *, pattern: bool) -> str: ...
+def google_escape(s: str) -> str: ...
+def google_path(s: str) -> str: ...
+def gopher_selectors(s: str) -> tuple[str, ...]: ...
+def head_lines(data: bytes, n: int) -> bytes: ...
+def rate(value: str) -> tuple[int, float] | None: ...

@@ -1,0 +1,62 @@
+"""The Rust engine behind the Python API: sizes, threads, hostile input, the wheel's module."""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import manners
+from manners import _core
+
+
+def test_getsizeof_counts_what_the_engine_holds() -> None:
+    small = manners.parse(b"User-agent: *\nDisallow: /a\n")
+    body = b"User-agent: *\n" + b"".join(b"Disallow: /path/number/%d\n" % i for i in range(2000))
+    large = manners.parse(body)
+    assert sys.getsizeof(large) - sys.getsizeof(small) > 30_000  # the values are held
+    assert sys.getsizeof(large) < len(body)  # but not the keys, nor the line ends
+    before = sys.getsizeof(large)
+    large.allowed("/path/number/7x")
+    large.allowed("/path/number/7x")  # asked twice: the rules are compiled and indexed
+    assert sys.getsizeof(large) > before
+
+
+def test_one_parsed_file_answers_many_threads_alike() -> None:
+    body = b"User-agent: *\n" + b"".join(b"Disallow: /p%d/\nAllow: /p%d/ok\n" % (i, i) for i in range(300))
+    robots = manners.parse(body)
+    targets = [f"/p{i}/{'ok' if i % 3 else 'no'}" for i in range(300)]
+    expected = [manners.parse(body).allowed(t) for t in targets]
+
+    def ask(_: int) -> list[bool]:
+        return [robots.allowed(t, "mybot") for t in targets]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(ask, range(32)))
+    assert all(r == expected for r in results)
+    assert expected.count(False) == 100
+
+
+def test_four_hundred_stars_against_a_long_path_stay_linear() -> None:
+    robots = manners.parse("User-agent: *\nDisallow: /" + "*a" * 400 + "x$\n", "google")
+    path = "/" + "a" * 20_000
+    started = time.perf_counter()
+    assert robots.allowed(path)
+    assert robots.allowed(path)  # compiled the second time
+    assert time.perf_counter() - started < 0.1
+
+
+@pytest.mark.parametrize("data", [b"\x00" * 70_000, bytes(range(256)) * 300, b"\r" * 50_000, b"a:" * 40_000])
+def test_hostile_bytes_parse_and_answer(data: bytes) -> None:
+    robots = manners.parse(data, max_bytes=None)
+    assert robots.allowed("/x") is True
+    assert robots.decide("gopher://h/1/x").allowed is True
+    assert isinstance(robots.diagnostics, list)
+
+
+def test_the_engine_is_the_extension_module() -> None:
+    assert issubclass(manners.RobotsTxt, _core.RobotsTxt)
+    assert not hasattr(manners, "match") and not hasattr(manners, "parse_lines")
+    assert _core.MAX_LINE_BYTES == 2083 * 8 - 1
