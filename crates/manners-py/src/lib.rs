@@ -17,8 +17,11 @@ use pyo3::types::{PyBytes, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
 
 /// Inputs at least this long are parsed with the GIL released, so threads parse in parallel.
 const RELEASE_GIL_BYTES: usize = 256;
-/// Rule sets at least this large are searched with the GIL released.
+/// A file's first answer (groups delimited, groups chosen, rules read) is found with the
+/// GIL released from this many lines; later answers, from an index, only from LARGE lines,
+/// where the search outweighs giving the GIL up and taking it back.
 const RELEASE_GIL_RULES: usize = 32;
+const RELEASE_GIL_LARGE: usize = 2048;
 
 /// A profile's switches, as the engine reads them (built from a `manners.Profile`).
 #[pyclass(frozen, module = "manners._core", name = "Profile")]
@@ -102,6 +105,19 @@ struct PyRobots {
     inner: RobotsTxt,
     /// The `manners.Profile` given to parse(), returned as it was given.
     profile: Option<Py<PyAny>>,
+    /// Answered before: the next answers come from indexes.
+    answered: std::sync::atomic::AtomicBool,
+}
+
+impl PyRobots {
+    /// Whether this question is worth releasing the GIL for.
+    fn heavy(&self) -> bool {
+        let lines = self.inner.table().len();
+        let first = !self
+            .answered
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        lines >= RELEASE_GIL_LARGE || (first && lines >= RELEASE_GIL_RULES)
+    }
 }
 
 /// A str as UTF-8, its undecodable bytes (surrogate escapes) given back as the bytes they were.
@@ -269,6 +285,7 @@ impl PyRobots {
             return Ok(PyRobots {
                 inner: other.get().inner.reread(core),
                 profile,
+                answered: Default::default(),
             });
         }
         let owned;
@@ -294,7 +311,11 @@ impl PyRobots {
         } else {
             RobotsTxt::parse(bytes, core, max_bytes)
         };
-        Ok(PyRobots { inner, profile })
+        Ok(PyRobots {
+            inner,
+            profile,
+            answered: Default::default(),
+        })
     }
 
     /// The profile given to parse(); None means: chosen by each target's scheme.
@@ -316,8 +337,7 @@ impl PyRobots {
         let agent = agent.name();
         let roles = role_names(roles)?;
         let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let large = self.inner.table().len() >= RELEASE_GIL_RULES;
-        let answer = if large {
+        let answer = if self.heavy() {
             py.detach(|| self.inner.allowed(&t, &agent, &roles))
         } else {
             self.inner.allowed(&t, &agent, &roles)
@@ -338,7 +358,7 @@ impl PyRobots {
         let agent = agent.name();
         let roles = role_names(roles)?;
         let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let d = if self.inner.table().len() >= RELEASE_GIL_RULES {
+        let d = if self.heavy() {
             py.detach(|| self.inner.decide(&t, &agent, &roles))
         } else {
             self.inner.decide(&t, &agent, &roles)
