@@ -359,21 +359,16 @@ class Checker:
     def decisions(
         self, profile: str, o: Any, n: Any, targets: Sequence[str], agent: str, roles: tuple[str, ...]
     ) -> None:
-        od, nd, oa, na = o.decide, n.decide, o.allowed, n.allowed
+        questions = (("decide", decision, o.decide, n.decide), ("allowed", as_is, o.allowed, n.allowed))
         counts, key = self.tally.counts, (self.part, profile, "decisions")
         for t in targets:
-            a = ask(decision, od, t, agent, roles)
-            b = ask(decision, nd, t, agent, roles)
-            if a == b:
-                counts[key] += 1
-            else:
-                self.same(profile, "decide", a, b, agent, roles, t, "decisions")
-            a = ask(as_is, oa, t, agent, roles)
-            b = ask(as_is, na, t, agent, roles)
-            if a == b:
-                counts[key] += 1
-            else:
-                self.same(profile, "allowed", a, b, agent, roles, t, "decisions")
+            for name, shape, old, new in questions:
+                a = ask(shape, old, t, agent, roles)
+                b = ask(shape, new, t, agent, roles)
+                if a == b:
+                    counts[key] += 1
+                else:
+                    self.same(profile, name, a, b, agent, roles, t, "decisions")
 
     def fields(self, row: str, o: Any, n: Any, agent: str, roles: tuple[str, ...], **profile: str) -> None:
         """crawl_delay, request_rate and check_interval, with ``profile=`` when given.

@@ -9,6 +9,7 @@ from .profiles import Profile as PyProfile
 from .robots import Decision
 
 __all__ = [
+    "FIELD_SPELLINGS",
     "MAX_LINE_BYTES",
     "Profile",
     "RobotsTxt",
@@ -24,6 +25,7 @@ __all__ = [
 ]
 
 MAX_LINE_BYTES: int
+FIELD_SPELLINGS: frozenset[str]
 
 @final
 class Profile:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ._core import MAX_LINE_BYTES, rate
+from ._core import FIELD_SPELLINGS, MAX_LINE_BYTES, rate
 from .profiles import Profile
 
 if TYPE_CHECKING:
@@ -25,9 +25,6 @@ _CANONICAL = {
     "check": "Check",
 }
 _KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
-# Spellings of the fields outside Google's parser that are not typos of one another.
-_OTHER_SPELLINGS = frozenset({"crawl-delay", "crawldelay", "crawl_delay", "request-rate", "requestrate",
-                              "request_rate", "check"})  # fmt: skip
 _NUMBER = re.compile(r"\d+(\.\d+)?$")
 
 
@@ -100,9 +97,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             add(
                 number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'"
             )
-        if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in _OTHER_SPELLINGS:
+        if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in FIELD_SPELLINGS:
             add(number, "warning", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
-        elif kind in _OTHER_SPELLINGS and low != kind:
+        elif kind in FIELD_SPELLINGS and low != kind:
             add(number, "info", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
 
         if kind == "virtual-agent" and not profile.virtual_agents:

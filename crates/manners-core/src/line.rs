@@ -94,7 +94,7 @@ const DISALLOW_KEYS: [&[u8]; 6] = [
 ];
 const SITEMAP_KEYS: [&[u8]; 2] = [b"sitemap", b"site-map"];
 /// Fields outside Google's parser: matched whole, with common spellings.
-const OTHER_KEYS: [(&[u8], Kind); 7] = [
+pub const OTHER_KEYS: [(&[u8], Kind); 7] = [
     (b"crawl-delay", Kind::CrawlDelay),
     (b"crawldelay", Kind::CrawlDelay),
     (b"crawl_delay", Kind::CrawlDelay),

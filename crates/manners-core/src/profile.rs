@@ -135,6 +135,11 @@ impl Profile {
         }
     }
 
+    /// Whether every robot may fetch `path`, whatever the rules say.
+    pub fn always_allows(&self, path: &[u8]) -> bool {
+        self.always_allowed.iter().any(|a| a == path)
+    }
+
     /// Every built-in profile, in the order they are listed.
     pub fn builtin() -> Vec<Profile> {
         vec![

@@ -257,19 +257,12 @@ impl RobotsTxt {
             return Ok(true);
         }
         let (first, second) = subjects(profile, target)?;
-        let paths: &[Cow<'_, [u8]>] = match &second {
-            None => std::slice::from_ref(&first),
-            Some(s) => &[first.clone(), s.clone()],
-        };
-        if paths.iter().any(|p| {
-            profile
-                .always_allowed
-                .iter()
-                .any(|a| a.as_slice() == p.as_ref())
-        }) {
+        let paths = [Some(first.as_ref()), second.as_deref()];
+        let paths = || paths.into_iter().flatten();
+        if paths().any(|p| profile.always_allows(p)) {
             return Ok(true);
         }
-        for path in paths {
+        for path in paths() {
             for choice in &policy.choices {
                 if let Some(rule) = self.first(profile, choice, path) {
                     if !rule.allow {
@@ -291,7 +284,9 @@ impl RobotsTxt {
         let profile = self.profile_for(target);
         let policy = self.policy(profile, agent, roles);
         let (first, second) = subjects(profile, target)?;
-        let paths: Vec<Cow<'_, [u8]>> = std::iter::once(first).chain(second).collect();
+        let several = second.is_some();
+        let paths = [Some(first.as_ref()), second.as_deref()];
+        let paths = || paths.into_iter().flatten();
         let decision = |allowed, line, rule, reason| Decision {
             allowed,
             line,
@@ -299,12 +294,8 @@ impl RobotsTxt {
             reason,
             profile: profile.name.clone(),
         };
-        for path in &paths {
-            if profile
-                .always_allowed
-                .iter()
-                .any(|a| a.as_slice() == path.as_ref())
-            {
+        for path in paths() {
+            if profile.always_allows(path) {
                 let reason = format!("{} is always allowed", String::from_utf8_lossy(path));
                 return Ok(decision(true, None, None, reason));
             }
@@ -314,20 +305,20 @@ impl RobotsTxt {
         }
         let mut best: Option<(Hit, &Choice, &[u8])> = None;
         let mut deciding = None;
-        'paths: for path in &paths {
+        'paths: for path in paths() {
             for choice in &policy.choices {
                 if let Some(rule) = self.first(profile, choice, path) {
                     if !rule.allow {
-                        deciding = Some((rule, choice, path.as_ref()));
+                        deciding = Some((rule, choice, path));
                         break 'paths;
                     }
-                    best = best.or(Some((rule, choice, path.as_ref())));
+                    best = best.or(Some((rule, choice, path)));
                 }
             }
         }
         if let Some((rule, choice, path)) = deciding.or(best) {
             let verb = if rule.allow { "allows" } else { "disallows" };
-            let subject = if paths.len() > 1 {
+            let subject = if several {
                 format!(" (as {})", py_repr(path))
             } else {
                 String::new()
@@ -357,6 +348,9 @@ impl RobotsTxt {
     /// The rule that decides for `path` among a choice's: found as written the first time the
     /// choice is asked (a one-shot question pays for no index), from its compiled rules after.
     fn first(&self, profile: &Profile, choice: &Choice, path: &[u8]) -> Option<Hit> {
+        if let Some(rules) = choice.rules.get() {
+            return rules.first(path).map(Hit::of);
+        }
         if choice.asked.swap(true, Ordering::Relaxed) {
             return self.rules(profile, choice).first(path).map(Hit::of);
         }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use manners_core::line::Kind;
@@ -106,17 +107,39 @@ struct PyRobots {
     /// The `manners.Profile` given to parse(), returned as it was given.
     profile: Option<Py<PyAny>>,
     /// Answered before: the next answers come from indexes.
-    answered: std::sync::atomic::AtomicBool,
+    answered: AtomicBool,
 }
 
 impl PyRobots {
     /// Whether this question is worth releasing the GIL for.
     fn heavy(&self) -> bool {
         let lines = self.inner.table().len();
-        let first = !self
-            .answered
-            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        // read before writing: threads sharing a file do not fight over the flag's cache line
+        let first =
+            !self.answered.load(Ordering::Relaxed) && !self.answered.swap(true, Ordering::Relaxed);
         lines >= RELEASE_GIL_LARGE || (first && lines >= RELEASE_GIL_RULES)
+    }
+
+    /// One question about a target, asked of the engine with the GIL released when it is
+    /// worth it; a target that names no path is a ValueError.
+    fn answer<T: Send>(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        agent: &Agent<'_>,
+        roles: Option<&Bound<'_, PyAny>>,
+        ask: impl FnOnce(&RobotsTxt, &[u8], &str, &[&str]) -> Result<T, target::NotAPath> + Send,
+    ) -> PyResult<T> {
+        let t = target_bytes(target)?;
+        let agent = agent.name();
+        let roles = role_names(roles)?;
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let answer = if self.heavy() {
+            py.detach(|| ask(&self.inner, &t, &agent, &roles))
+        } else {
+            ask(&self.inner, &t, &agent, &roles)
+        };
+        answer.map_err(|_| not_a_path(target))
     }
 }
 
@@ -333,16 +356,9 @@ impl PyRobots {
         agent: Agent<'_>,
         roles: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let t = target_bytes(target)?;
-        let agent = agent.name();
-        let roles = role_names(roles)?;
-        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let answer = if self.heavy() {
-            py.detach(|| self.inner.allowed(&t, &agent, &roles))
-        } else {
-            self.inner.allowed(&t, &agent, &roles)
-        };
-        answer.map_err(|_| not_a_path(target))
+        self.answer(py, target, &agent, roles, |r, t, a, roles| {
+            r.allowed(t, a, roles)
+        })
     }
 
     /// Like allowed(), with the deciding rule, its line and the reason.
@@ -354,16 +370,9 @@ impl PyRobots {
         agent: Agent<'py>,
         roles: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let t = target_bytes(target)?;
-        let agent = agent.name();
-        let roles = role_names(roles)?;
-        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let d = if self.heavy() {
-            py.detach(|| self.inner.decide(&t, &agent, &roles))
-        } else {
-            self.inner.decide(&t, &agent, &roles)
-        }
-        .map_err(|_| not_a_path(target))?;
+        let d = self.answer(py, target, &agent, roles, |r, t, a, roles| {
+            r.decide(t, a, roles)
+        })?;
         let rule = match d.rule {
             Some((allow, value)) => {
                 let prefix = PyString::new(py, if allow { "Allow: " } else { "Disallow: " });
@@ -599,6 +608,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProfile>()?;
     m.add_class::<PyRobots>()?;
     m.add("MAX_LINE_BYTES", manners_core::table::MAX_LINE_BYTES)?;
+    // the spellings of the fields outside Google's parser, matched whole: for diagnostics
+    let spellings: Vec<&str> = manners_core::line::OTHER_KEYS
+        .iter()
+        .map(|(k, _)| std::str::from_utf8(k).unwrap_or_default())
+        .collect();
+    m.add("FIELD_SPELLINGS", PyFrozenSet::new(m.py(), spellings)?)?;
     m.add_function(wrap_pyfunction!(product_token, m)?)?;
     m.add_function(wrap_pyfunction!(agent_token, m)?)?;
     m.add_function(wrap_pyfunction!(url_path, m)?)?;
