@@ -179,13 +179,19 @@ def parse(
     read under the default for its scheme (gemini://, gopher://, else rfc9309).
     Only the first ``max_bytes`` are read (None: all).
     """
-    if profile is None:
-        return RobotsTxt(data, None, None, _max(max_bytes))
-    prof = get_profile(profile)
-    return RobotsTxt(data, prof, core_profile(prof), _max(max_bytes))
-
-
-def _max(max_bytes: int | None) -> int | None:
     if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
         raise ValueError("max_bytes must be a positive number of bytes, or None")
-    return max_bytes
+    if profile is None:
+        return RobotsTxt(data, None, None, max_bytes)
+    # a one-shot caller parses many small files: the profile is looked up once per name
+    found = _PARSE_PROFILES.get(profile) if type(profile) is str else None
+    if found is None:
+        prof = get_profile(profile)
+        found = (prof, core_profile(prof))
+        if type(profile) is str:
+            _PARSE_PROFILES[profile] = found
+    return RobotsTxt(data, found[0], found[1], max_bytes)
+
+
+# profile names as parse() was given them (only names get_profile knows), and what they mean
+_PARSE_PROFILES: dict[str, tuple[Profile, _core.Profile]] = {}

@@ -174,7 +174,12 @@ pub fn split_line(line: &[u8]) -> Option<Split<'_>> {
             });
         }
     }
-    // "key value": exactly two words, then only white space or a comment.
+    two_words(rest)
+}
+
+/// "key value": exactly two words, then only white space or a comment (`rest` starts at
+/// the first word and holds no colon before its comment).
+pub(crate) fn two_words(rest: &[u8]) -> Option<Split<'_>> {
     let word = |s: &[u8]| {
         s.iter()
             .position(|&b| matches!(b, b' ' | b'\t' | b':' | b'#'))

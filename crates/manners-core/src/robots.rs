@@ -39,6 +39,8 @@ pub struct Group {
 pub struct Groups {
     /// Entries of every group's agent lines, group after group.
     agents: Vec<u32>,
+    /// Where each of those lines is kept in the line table, to read its value at once.
+    starts: Vec<u32>,
     pub groups: Vec<Group>,
     pub first: usize,
 }
@@ -49,6 +51,25 @@ impl Groups {
         self.agents[g.members.0 as usize..g.members.1 as usize]
             .iter()
             .map(|&i| i as usize)
+    }
+
+    /// A group's agent lines with their values.
+    pub fn agent_values<'t>(
+        &'t self,
+        g: &Group,
+        t: &'t Table,
+    ) -> impl Iterator<Item = (usize, Kind, &'t [u8])> + 't {
+        let (from, to) = (g.members.0 as usize, g.members.1 as usize);
+        self.agents[from..to]
+            .iter()
+            .zip(&self.starts[from..to])
+            .map(|(&i, &start)| {
+                (
+                    i as usize,
+                    t.kind(i as usize),
+                    t.value_at(i as usize, start),
+                )
+            })
     }
 }
 
@@ -371,16 +392,27 @@ impl RobotsTxt {
                     allow,
                     entry: i as u32,
                 };
-                if !(allow && profile.index_html) && value.iter().all(|&b| is_plain(b)) {
-                    // a plain value means itself under every profile: a prefix
-                    if !value.is_empty() && path.starts_with(value) {
-                        consider((Reverse(value.len()), !allow, false, i as u32, false), hit);
-                    }
-                } else {
-                    for rule in compile(profile, allow, value, i as u32) {
-                        if rule.matches(path) {
-                            consider(rule.precedence(), hit);
+                if !(allow && profile.index_html) {
+                    // plain characters mean themselves under every profile: read as far as
+                    // the value is plain and the path agrees with it
+                    let same = value
+                        .iter()
+                        .zip(path)
+                        .take_while(|&(&v, &p)| v == p && is_plain(v))
+                        .count();
+                    if same == value.len() {
+                        if same > 0 {
+                            consider((Reverse(same), !allow, false, i as u32, false), hit);
                         }
+                        continue;
+                    }
+                    if is_plain(value[same]) {
+                        continue; // the path differs from the value's plain start
+                    }
+                }
+                for rule in compile(profile, allow, value, i as u32) {
+                    if rule.matches(path) {
+                        consider(rule.precedence(), hit);
                     }
                 }
             }
@@ -516,45 +548,40 @@ impl RobotsTxt {
     /// Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant).
     fn delimit(&self, virtual_agents: bool, fields: bool) -> Groups {
         let t = &self.table;
-        let is_agent = |i: usize| match t.kind(i) {
-            Kind::UserAgent => true,
-            Kind::VirtualAgent => virtual_agents,
-            _ => false,
-        };
-        let agents: Vec<usize> = (0..t.len()).filter(|&i| is_agent(i)).collect();
-        // runs as slices of `agents`
-        let mut cuts: Vec<usize> = Vec::new();
-        for n in 0..agents.len() {
-            if n == 0 || self.has_rule(agents[n - 1] + 1, agents[n], fields) {
-                cuts.push(n);
+        let mut agents: Vec<u32> = Vec::new();
+        let mut starts: Vec<u32> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
+        // a rule came after the last agent line: the next one starts a group
+        let mut ended = true;
+        for (i, number, kind, start) in t.kinds(0, t.len()) {
+            if kind == Kind::UserAgent || (virtual_agents && kind == Kind::VirtualAgent) {
+                if ended {
+                    if let Some(g) = groups.last_mut() {
+                        g.span.1 = i;
+                        g.lines.1 = number - 1;
+                    }
+                    let at = agents.len() as u32;
+                    groups.push(Group {
+                        members: (at, at),
+                        span: (i, t.len()),
+                        lines: (number, t.n_lines),
+                    });
+                    ended = false;
+                }
+                agents.push(i as u32);
+                starts.push(start);
+                if let Some(g) = groups.last_mut() {
+                    g.members.1 = agents.len() as u32;
+                }
+            } else if kind.is_rule() || (fields && kind.is_field()) {
+                ended = true;
             }
         }
-        let runs: Vec<&[usize]> = cuts
-            .iter()
-            .enumerate()
-            .map(|(k, &c)| &agents[c..cuts.get(k + 1).copied().unwrap_or(agents.len())])
-            .collect();
-        let starts: Vec<usize> = runs.iter().map(|r| r[0]).collect();
-        let mut all = Vec::with_capacity(agents.len());
-        let groups = runs
-            .into_iter()
-            .enumerate()
-            .map(|(n, members)| {
-                let end = starts.get(n + 1).copied().unwrap_or(t.len());
-                let last = starts.get(n + 1).map_or(t.n_lines, |&s| t.number(s) - 1);
-                let from = all.len() as u32;
-                all.extend(members.iter().map(|&i| i as u32));
-                Group {
-                    members: (from, all.len() as u32),
-                    span: (members[0], end),
-                    lines: (t.number(members[0]), last),
-                }
-            })
-            .collect();
         Groups {
-            agents: all,
+            first: groups.first().map_or(t.len(), |g| g.span.0),
+            agents,
+            starts,
             groups,
-            first: agents.first().copied().unwrap_or(t.len()),
         }
     }
 
@@ -565,10 +592,12 @@ impl RobotsTxt {
         let mut members: Vec<usize> = Vec::new();
         let mut seen_rule = false;
         let mut all: Vec<u32> = Vec::new();
+        let mut starts: Vec<u32> = Vec::new();
         let mut close = |members: &mut Vec<usize>, end: usize, last: u32| {
             if !members.is_empty() {
                 let first = members[0];
                 let from = all.len() as u32;
+                starts.extend(members.iter().map(|&i| t.start(i)));
                 all.extend(members.drain(..).map(|i| i as u32));
                 groups.push(Group {
                     members: (from, all.len() as u32),
@@ -600,6 +629,7 @@ impl RobotsTxt {
         let first = groups.first().map_or(t.len(), |g| g.span.0);
         Groups {
             agents: all,
+            starts,
             groups,
             first,
         }
@@ -616,11 +646,11 @@ impl RobotsTxt {
     ) -> Vec<Vec<u8>> {
         let t = &self.table;
         let mut out: Vec<Vec<u8>> = Vec::new();
-        for i in grouping.members(g).filter(|&i| t.kind(i) == kind) {
+        for (_, _, value) in grouping.agent_values(g, t).filter(|m| m.1 == kind) {
             let n = if records_1994 {
-                name_1994(t.value(i))
+                name_1994(value)
             } else {
-                agent_token(t.value(i))
+                agent_token(value)
             };
             if !n.is_empty() && !out.contains(&n) {
                 out.push(n);
@@ -671,8 +701,8 @@ impl RobotsTxt {
         // whether a group has an agent line of `kind` naming `token`
         let names = |g: &Group, kind: Kind, token: &[u8]| {
             grouping
-                .members(g)
-                .any(|i| t.kind(i) == kind && names_token(t.value(i), token))
+                .agent_values(g, t)
+                .any(|(_, k, value)| k == kind && names_token(value, token))
         };
         // rules before the first group: from line 1 to the line before its first agent line
         let preamble: Vec<(Span, (u32, u32))> = if profile.preamble != Preamble::Ignored
@@ -832,7 +862,10 @@ impl RobotsTxt {
             .groupings
             .iter()
             .filter_map(OnceLock::get)
-            .map(|g| g.groups.capacity() * std::mem::size_of::<Group>() + g.agents.capacity() * 4)
+            .map(|g| {
+                g.groups.capacity() * std::mem::size_of::<Group>()
+                    + (g.agents.capacity() + g.starts.capacity()) * 4
+            })
             .sum();
         let size = |k: &PolicyKey, p: &Policy| {
             std::mem::size_of::<(PolicyKey, Policy)>()

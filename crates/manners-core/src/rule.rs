@@ -145,7 +145,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let last_start = hay.len() - needle.len();
     let mut i = 0;
     while i <= last_start {
-        match hay[i..=last_start].iter().position(|&b| b == first) {
+        match crate::table::find2(&hay[i..=last_start], first, first) {
             None => return None,
             Some(k) => {
                 i += k;

@@ -5,7 +5,7 @@
 //! carries a key and a value, with its number.  Blank lines and comments are not kept, nor
 //! keys spelled one of the usual ways, so a table holds less than the file it came from.
 
-use crate::line::{classify, split_line, trim, Kind};
+use crate::line::{classify, split_line, trim, two_words, Kind};
 
 /// Google's line buffer is 2083 * 8 bytes including the terminating NUL.
 pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
@@ -37,7 +37,7 @@ pub struct LineRef<'a> {
 }
 
 /// Every line with a key and a value, and what was done to the file to read it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Table {
     arena: Vec<u8>,
     /// Per entry: kind, key spelling, missing colon.
@@ -156,18 +156,6 @@ pub(crate) fn find2(s: &[u8], a: u8, b: u8) -> Option<usize> {
 struct Lines<'a> {
     rest: &'a [u8],
     done: bool,
-    /// The text holds a CR somewhere (else only LF is looked for).
-    cr: bool,
-}
-
-impl<'a> Lines<'a> {
-    fn new(text: &'a [u8]) -> Lines<'a> {
-        Lines {
-            rest: text,
-            done: false,
-            cr: find2(text, b'\r', b'\r').is_some(),
-        }
-    }
 }
 
 impl<'a> Iterator for Lines<'a> {
@@ -176,20 +164,10 @@ impl<'a> Iterator for Lines<'a> {
         if self.done {
             return None;
         }
-        let end = if self.cr {
-            find2(self.rest, b'\n', b'\r')
-        } else {
-            find2(self.rest, b'\n', b'\n')
-        };
-        match end {
+        match find2(self.rest, b'\n', b'\r') {
             Some(i) => {
                 let line = &self.rest[..i];
-                let skip = if self.rest[i] == b'\r' && self.rest.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
-                self.rest = &self.rest[i + skip..];
+                self.rest = &self.rest[i + eol_length(self.rest, i)..];
                 Some(line)
             }
             None => {
@@ -197,6 +175,101 @@ impl<'a> Iterator for Lines<'a> {
                 Some(self.rest)
             }
         }
+    }
+}
+
+/// The length of the line end at `i`: 2 for CRLF, else 1.
+fn eol_length(text: &[u8], i: usize) -> usize {
+    if text[i] == b'\r' && text.get(i + 1) == Some(&b'\n') {
+        2
+    } else {
+        1
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// 0x80 in each byte of `y` that is zero, and 0 elsewhere (exact: no borrow between bytes).
+fn zero_bytes(y: u64) -> u64 {
+    !((y & LOW7).wrapping_add(LOW7) | y) & HI
+}
+
+/// Bit i set where byte i of a block (at most 64 bytes) is one the line reader stops at:
+/// ':', '#', LF or CR.  Eight bytes at a time, each word's hits gathered into one byte.
+#[inline]
+fn stop_mask(block: &[u8]) -> u64 {
+    let mut m = 0u64;
+    let mut words = block.chunks_exact(8);
+    for (k, w) in words.by_ref().enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let x = u64::from_le_bytes(b);
+        let hits = zero_bytes(x ^ (LO * b':' as u64))
+            | zero_bytes(x ^ (LO * b'#' as u64))
+            | zero_bytes(x ^ (LO * b'\n' as u64))
+            | zero_bytes(x ^ (LO * b'\r' as u64));
+        m |= ((hits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (k * 8);
+    }
+    let done = block.len() - words.remainder().len();
+    for (i, &b) in words.remainder().iter().enumerate() {
+        m |= u64::from(matches!(b, b':' | b'#' | b'\n' | b'\r')) << (done + i);
+    }
+    m
+}
+
+/// Where the next ':', '#' or line end is, from bit masks made first, 64 bytes at a time:
+/// one pass over the text finds every place the line grammar turns on.
+struct Stops<'a> {
+    text: &'a [u8],
+    masks: Vec<u64>,
+}
+
+impl<'a> Stops<'a> {
+    fn new(text: &'a [u8]) -> Stops<'a> {
+        Stops {
+            text,
+            masks: text.chunks(64).map(stop_mask).collect(),
+        }
+    }
+
+    /// The first stop at or after `from`; the text's length when there is none.
+    #[inline]
+    fn next(&self, from: usize) -> usize {
+        let n = self.text.len();
+        let mut w = from / 64;
+        let Some(&first) = self.masks.get(w) else {
+            return n;
+        };
+        let mut m = first & (!0u64 << (from % 64));
+        while m == 0 {
+            w += 1;
+            match self.masks.get(w) {
+                Some(&next) => m = next,
+                None => return n,
+            }
+        }
+        w * 64 + m.trailing_zeros() as usize
+    }
+
+    /// The first '#' or line end at or after `from`: where a value ends.
+    fn value_end(&self, from: usize) -> usize {
+        self.skip(from, b':')
+    }
+
+    /// The first line end at or after `from`; the text's length when there is none.
+    fn eol(&self, from: usize) -> usize {
+        self.skip(from, b'#')
+    }
+
+    /// The first stop at or after `from` that is not ':' nor `also`.
+    fn skip(&self, from: usize, also: u8) -> usize {
+        let mut at = self.next(from);
+        while at < self.text.len() && (self.text[at] == b':' || self.text[at] == also) {
+            at = self.next(at + 1);
+        }
+        at
     }
 }
 
@@ -277,58 +350,13 @@ impl Table {
         let may_be_html = text[..text.len().min(HEAD_CHARS * 4)].contains(&b'<');
         t.html = !t.binary && may_be_html && looks_like_html(head());
 
-        let mut number: u32 = 0;
-        for mut line in Lines::new(text) {
-            number += 1;
-            if line.len() > MAX_LINE_BYTES {
-                line = &line[..MAX_LINE_BYTES];
-                t.long_lines.push(number);
-            }
-            if !clean && has_odd(line) {
-                t.control_lines.push(number);
-            }
-            // a comment line: nothing to keep, and not blank
-            let lead = line
-                .iter()
-                .position(|&b| !matches!(b, b' ' | b'\t'))
-                .unwrap_or(line.len());
-            if line.get(lead) == Some(&b'#') {
-                continue;
-            }
-            match split_line(line) {
-                Some(s) => {
-                    let kind = classify(s.key);
-                    let spelling = kind
-                        .spellings()
-                        .iter()
-                        .position(|&w| w == s.key)
-                        .map_or(STORED, |i| i as u8);
-                    let meta = kind as u8
-                        | spelling << SPELLING_SHIFT
-                        | if s.missing_colon { MISSING_COLON } else { 0 };
-                    t.push(number, meta);
-                    if spelling == STORED {
-                        t.arena.extend_from_slice(s.key);
-                        t.arena.push(b':');
-                    }
-                    t.arena.extend_from_slice(s.value);
-                }
-                None => {
-                    let uncommented = trim(line.split(|&b| b == b'#').next().unwrap_or_default());
-                    if !uncommented.is_empty() {
-                        t.push(number, Kind::Unparsable as u8);
-                        t.arena.extend_from_slice(
-                            &uncommented[..uncommented.len().min(UNPARSABLE_KEPT)],
-                        );
-                    } else if trim(line).is_empty() && !t.meta.is_empty() {
-                        let last = (t.meta.len() - 1) as u32;
-                        if t.blanks.last().is_none_or(|&(e, _)| e != last) {
-                            t.blanks.push((last, number));
-                        }
-                    }
-                }
-            }
-        }
+        // Room for the most a file can keep, given back once it is read.
+        t.arena.reserve(text.len());
+        let estimate = text.len() / 32 + 4;
+        t.meta.reserve(estimate);
+        t.gaps.reserve(estimate);
+        t.lens.reserve(estimate);
+        let number = t.read_lines(text, clean);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
         }
@@ -345,6 +373,135 @@ impl Table {
         t.marks.shrink_to_fit();
         t.blanks.shrink_to_fit();
         t
+    }
+
+    /// Every line, in one pass: a `key: value` line is read between the stops around its
+    /// colon; any other line (a comment, a blank, two words without a colon, a long line)
+    /// goes to `read_line`.  Returns the number of the last line.
+    fn read_lines(&mut self, text: &[u8], clean: bool) -> u32 {
+        let n = text.len();
+        let stops = Stops::new(text);
+        let mut pos = 0;
+        let mut number: u32 = 0;
+        loop {
+            number += 1;
+            let mut k = pos;
+            while k < n && matches!(text[k], b' ' | b'\t' | 0x0b | 0x0c) {
+                k += 1;
+            }
+            // the first ':', '#' or line end after the line's leading white space
+            let first = stops.next(k);
+            let at = text.get(first).copied();
+            let (end, split) = match at {
+                Some(b':') if first > k => {
+                    // `key: value`: the value runs to a '#' or the line end
+                    let stop = stops.value_end(first + 1);
+                    let end = if text.get(stop) == Some(&b'#') {
+                        stops.eol(stop + 1)
+                    } else {
+                        stop
+                    };
+                    (end, Some(stop))
+                }
+                _ => (stops.eol(first), None),
+            };
+            let line = &text[pos..end];
+            if line.len() > MAX_LINE_BYTES {
+                let line = &line[..MAX_LINE_BYTES];
+                self.long_lines.push(number);
+                if !clean && has_odd(line) {
+                    self.control_lines.push(number);
+                }
+                self.read_line(number, line);
+            } else {
+                if !clean && has_odd(line) {
+                    self.control_lines.push(number);
+                }
+                if let Some(stop) = split {
+                    self.keep(
+                        number,
+                        trim(&text[k..first]),
+                        trim(&text[first + 1..stop]),
+                        false,
+                    );
+                } else if k == end {
+                    self.blank(number);
+                } else if at != Some(b'#') || first > k {
+                    // neither a comment nor `key: value`: two words, or unparsable
+                    let hash = if at == Some(b':') {
+                        stops.value_end(first + 1)
+                    } else {
+                        first
+                    };
+                    match two_words(&text[k..end]) {
+                        Some(s) => self.keep(number, s.key, s.value, true),
+                        None => self.unparsable(trim(&text[k..hash]), number),
+                    }
+                }
+            }
+            if end >= n {
+                return number;
+            }
+            pos = end + eol_length(text, end);
+        }
+    }
+
+    /// One line that is not `key: value`, read by the line grammar itself.
+    fn read_line(&mut self, number: u32, line: &[u8]) {
+        // a comment line: nothing to keep, and not blank
+        let lead = line
+            .iter()
+            .position(|&b| !matches!(b, b' ' | b'\t'))
+            .unwrap_or(line.len());
+        if line.get(lead) == Some(&b'#') {
+            return;
+        }
+        match split_line(line) {
+            Some(s) => self.keep(number, s.key, s.value, s.missing_colon),
+            None => {
+                let uncommented = trim(&line[..find2(line, b'#', b'#').unwrap_or(line.len())]);
+                if !uncommented.is_empty() {
+                    self.unparsable(uncommented, number);
+                } else if trim(line).is_empty() {
+                    self.blank(number);
+                }
+            }
+        }
+    }
+
+    /// A line that is neither blank, nor a comment, nor `key: value`: kept for diagnostics.
+    fn unparsable(&mut self, uncommented: &[u8], number: u32) {
+        self.push(number, Kind::Unparsable as u8);
+        self.arena
+            .extend_from_slice(&uncommented[..uncommented.len().min(UNPARSABLE_KEPT)]);
+    }
+
+    /// A blank line: the first after each kept line is noted.
+    fn blank(&mut self, number: u32) {
+        if let Some(last) = self.meta.len().checked_sub(1) {
+            let last = last as u32;
+            if self.blanks.last().is_none_or(|&(e, _)| e != last) {
+                self.blanks.push((last, number));
+            }
+        }
+    }
+
+    /// Keep a line with a key and a value: the key only when spelled an unusual way.
+    fn keep(&mut self, number: u32, key: &[u8], value: &[u8], missing_colon: bool) {
+        let kind = classify(key);
+        let spelling = kind
+            .spellings()
+            .iter()
+            .position(|&w| w == key)
+            .map_or(STORED, |i| i as u8);
+        let meta =
+            kind as u8 | spelling << SPELLING_SHIFT | if missing_colon { MISSING_COLON } else { 0 };
+        self.push(number, meta);
+        if spelling == STORED {
+            self.arena.extend_from_slice(key);
+            self.arena.push(b':');
+        }
+        self.arena.extend_from_slice(value);
     }
 
     fn push(&mut self, number: u32, meta: u8) {
@@ -401,6 +558,36 @@ impl Table {
             number,
             start,
         }
+    }
+
+    /// Entries `from..to` as (entry, line number, kind, arena offset), without reading their
+    /// values: `value_at` reads one later.
+    pub fn kinds(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl Iterator<Item = (usize, u32, Kind, u32)> + '_ {
+        let (mut number, mut start) = if from < to { self.locate(from) } else { (0, 0) };
+        (from..to).map(move |i| {
+            if i > from {
+                start += self.lens[i - 1] as u32;
+                number = match self.gaps[i] {
+                    FAR => self.locate(i).0,
+                    gap => number + gap as u32,
+                };
+            }
+            (i, number, self.kind(i), start)
+        })
+    }
+
+    /// Arena offset of entry `i`, for `value_at`.
+    pub(crate) fn start(&self, i: usize) -> u32 {
+        self.locate(i).1
+    }
+
+    /// The value of entry `i`, found at the arena offset `kinds` gave.
+    pub fn value_at(&self, i: usize, start: u32) -> &[u8] {
+        self.value_in(i, self.bytes_at(i, start))
     }
 
     /// The first blank line after entry `i`, before entry `i + 1`, if there is one.
@@ -475,6 +662,7 @@ pub struct Entries<'a> {
 
 impl<'a> Iterator for Entries<'a> {
     type Item = (usize, u32, Kind, &'a [u8]);
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.i >= self.to {
             return None;
@@ -503,7 +691,13 @@ impl<'a> Iterator for Entries<'a> {
 pub fn head_lines(data: &[u8], n: usize) -> Vec<u8> {
     let skip = bom_length(data);
     let mut out = Vec::new();
-    for (k, line) in Lines::new(&data[skip..]).take(n).enumerate() {
+    for (k, line) in (Lines {
+        rest: &data[skip..],
+        done: false,
+    })
+    .take(n)
+    .enumerate()
+    {
         if k > 0 {
             out.push(b'\n');
         }
@@ -551,5 +745,116 @@ mod tests {
         assert!(Table::new(b"\x00\x01\x02 junk", None).binary);
         assert!(Table::new(b"<!DOCTYPE html>\n<html><body>x</body></html>", None).html);
         assert!(!Table::new(b"User-agent: *\n<p>\n", None).html);
+    }
+
+    /// The table as the line grammar reads it, line by line: what the one-pass reader must
+    /// give on every input.
+    fn reference(data: &[u8], max_bytes: Option<usize>) -> Table {
+        let mut text = &data[bom_length(data)..];
+        if let Some(max) = max_bytes.filter(|&m| text.len() > m) {
+            let cut = &text[..max];
+            text = cut
+                .iter()
+                .rposition(|&b| b == b'\n' || b == b'\r')
+                .map_or(&cut[..0], |e| &cut[..=e]);
+        }
+        let clean = std::str::from_utf8(text).is_ok() && !any_control(text);
+        let mut t = Table::default();
+        let mut number = 0;
+        for mut line in (Lines {
+            rest: text,
+            done: false,
+        }) {
+            number += 1;
+            if line.len() > MAX_LINE_BYTES {
+                line = &line[..MAX_LINE_BYTES];
+                t.long_lines.push(number);
+            }
+            if !clean && has_odd(line) {
+                t.control_lines.push(number);
+            }
+            t.read_line(number, line);
+        }
+        if max_bytes.is_some_and(|m| data.len() - bom_length(data) > m) {
+            t.truncated_line = number;
+        }
+        if !t.meta.is_empty() {
+            t.lens.push((t.arena.len() as u32 - t.last_start) as u16);
+        }
+        t
+    }
+
+    fn same(data: &[u8], max_bytes: Option<usize>) {
+        let fast = Table::new(data, max_bytes);
+        let slow = reference(data, max_bytes);
+        let rows = |t: &Table| {
+            (0..t.len())
+                .map(|i| {
+                    let l = t.line(i);
+                    (
+                        l.number,
+                        l.kind,
+                        l.key.to_vec(),
+                        l.value.to_vec(),
+                        l.missing_colon,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let shown = String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned();
+        assert_eq!(rows(&fast), rows(&slow), "{shown:?}");
+        assert_eq!(
+            (
+                &fast.blanks,
+                &fast.control_lines,
+                &fast.long_lines,
+                fast.truncated_line
+            ),
+            (
+                &slow.blanks,
+                &slow.control_lines,
+                &slow.long_lines,
+                slow.truncated_line
+            ),
+            "{shown:?}"
+        );
+    }
+
+    #[test]
+    fn the_one_pass_reader_reads_as_the_line_grammar_does() {
+        // every byte the grammar turns on, in short lines, from a fixed generator
+        let alphabet = b"ab:# \t\r\n\x0b\x0c/*$\x01";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 40) as usize;
+            let mut s = state;
+            let data: Vec<u8> = (0..len)
+                .map(|_| {
+                    s = s.rotate_left(5).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    alphabet[(s >> 59) as usize % alphabet.len()]
+                })
+                .collect();
+            same(&data, None);
+            same(&data, Some(1 + round % 30));
+        }
+        let long = [
+            b"Disallow: /".as_slice(),
+            &[b'a'; MAX_LINE_BYTES],
+            b"\nAllow: /b # c\n",
+        ]
+        .concat();
+        same(&long, None);
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/web");
+        if let Ok(dir) = std::fs::read_dir(&corpus) {
+            for e in dir.step_by(3) {
+                let data = std::fs::read(e.unwrap().path()).unwrap();
+                same(&data, None);
+                same(&data, Some(512_000));
+            }
+        }
     }
 }

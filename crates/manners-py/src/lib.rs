@@ -311,18 +311,15 @@ impl PyRobots {
                 answered: Default::default(),
             });
         }
-        let owned;
-        let bytes: &[u8] = if let Ok(b) = data.downcast::<PyBytes>() {
-            b.as_bytes()
+        let bytes: Cow<'_, [u8]> = if let Ok(b) = data.downcast::<PyBytes>() {
+            Cow::Borrowed(b.as_bytes())
         } else if let Ok(s) = data.downcast::<PyString>() {
-            owned = str_bytes(s)?.into_owned();
-            &owned
+            str_bytes(s)?
         } else if data.is_instance_of::<pyo3::types::PyByteArray>()
             || data.is_instance_of::<pyo3::types::PyMemoryView>()
         {
             let b = py.get_type::<PyBytes>().call1((data,))?;
-            owned = b.downcast::<PyBytes>()?.as_bytes().to_vec();
-            &owned
+            Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec())
         } else {
             return Err(PyTypeError::new_err(format!(
                 "robots.txt must be bytes or str, not {}",
@@ -330,9 +327,9 @@ impl PyRobots {
             )));
         };
         let inner = if bytes.len() >= RELEASE_GIL_BYTES {
-            py.detach(|| RobotsTxt::parse(bytes, core, max_bytes))
+            py.detach(|| RobotsTxt::parse(&bytes, core, max_bytes))
         } else {
-            RobotsTxt::parse(bytes, core, max_bytes)
+            RobotsTxt::parse(&bytes, core, max_bytes)
         };
         Ok(PyRobots {
             inner,
