@@ -15,7 +15,7 @@ use crate::fields;
 use crate::line::Kind;
 use crate::profile::{scheme_of, Preamble, Profile, Roles, Scheme, Target};
 use crate::repr::py_repr;
-use crate::rule::{Precedence, Rule, Rules};
+use crate::rule::{pattern_matches, Precedence, Rule, Rules};
 use crate::table::Table;
 use crate::target::{
     google_escape, google_path, gopher_selectors, is_plain, normalise, url_path, NotAPath, Subjects,
@@ -99,7 +99,7 @@ fn agent_token_is_star(value: &[u8]) -> bool {
 #[derive(Debug)]
 pub struct Choice {
     /// Whose rules these are, for reasons: `user-agent googlebot`.
-    pub label: String,
+    pub label: Cow<'static, str>,
     pub spans: Vec<Span>,
     /// The first and last line of each span.
     pub lines: Vec<(u32, u32)>,
@@ -109,9 +109,13 @@ pub struct Choice {
 }
 
 impl Choice {
-    fn new(label: String, spans: Vec<Span>, lines: Vec<(u32, u32)>) -> Choice {
+    fn new(
+        label: impl Into<Cow<'static, str>>,
+        spans: Vec<Span>,
+        lines: Vec<(u32, u32)>,
+    ) -> Choice {
         Choice {
-            label,
+            label: label.into(),
             spans,
             lines,
             rules: OnceLock::new(),
@@ -357,7 +361,7 @@ impl RobotsTxt {
                 reason,
             ));
         }
-        let labels: Vec<&str> = policy.choices.iter().map(|c| c.label.as_str()).collect();
+        let labels: Vec<&str> = policy.choices.iter().map(|c| c.label.as_ref()).collect();
         Ok(decision(
             true,
             None,
@@ -392,27 +396,31 @@ impl RobotsTxt {
                     allow,
                     entry: i as u32,
                 };
-                if !(allow && profile.index_html) {
-                    // plain characters mean themselves under every profile: read as far as
-                    // the value is plain and the path agrees with it
-                    let same = value
-                        .iter()
-                        .zip(path)
-                        .take_while(|&(&v, &p)| v == p && is_plain(v))
-                        .count();
-                    if same == value.len() {
-                        if same > 0 {
-                            consider((Reverse(same), !allow, false, i as u32, false), hit);
+                if allow && profile.index_html && index_dir(&pattern_of(profile, value)).is_some() {
+                    // an Allow for an index page also allows its directory: two rules
+                    for rule in compile(profile, allow, value, i as u32) {
+                        if rule.matches(path) {
+                            consider(rule.precedence(), hit);
                         }
-                        continue;
                     }
-                    if is_plain(value[same]) {
-                        continue; // the path differs from the value's plain start
-                    }
+                    continue;
                 }
-                for rule in compile(profile, allow, value, i as u32) {
-                    if rule.matches(path) {
-                        consider(rule.precedence(), hit);
+                // plain characters mean themselves under every profile: read as far as the
+                // value is plain and the path agrees with it
+                let same = value
+                    .iter()
+                    .zip(path)
+                    .take_while(|&(&v, &p)| v == p && is_plain(v))
+                    .count();
+                if same == value.len() {
+                    if same > 0 {
+                        consider((Reverse(same), !allow, false, i as u32, false), hit);
+                    }
+                } else if !is_plain(value[same]) {
+                    // an operator or an escape: matched as its rule would, without building it
+                    let pattern = pattern_of(profile, value);
+                    if pattern_matches(&pattern, path, profile.wildcards, profile.anchor) {
+                        consider((Reverse(pattern.len()), !allow, true, i as u32, false), hit);
                     }
                 }
             }
@@ -548,13 +556,15 @@ impl RobotsTxt {
     /// Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant).
     fn delimit(&self, virtual_agents: bool, fields: bool) -> Groups {
         let t = &self.table;
-        let mut agents: Vec<u32> = Vec::new();
-        let mut starts: Vec<u32> = Vec::new();
-        let mut groups: Vec<Group> = Vec::new();
+        let is_agent =
+            |k: Kind| k == Kind::UserAgent || (virtual_agents && k == Kind::VirtualAgent);
+        let mut agents: Vec<u32> = Vec::with_capacity(8);
+        let mut starts: Vec<u32> = Vec::with_capacity(8);
+        let mut groups: Vec<Group> = Vec::with_capacity(8);
         // a rule came after the last agent line: the next one starts a group
         let mut ended = true;
         for (i, number, kind, start) in t.kinds(0, t.len()) {
-            if kind == Kind::UserAgent || (virtual_agents && kind == Kind::VirtualAgent) {
+            if is_agent(kind) {
                 if ended {
                     if let Some(g) = groups.last_mut() {
                         g.span.1 = i;
@@ -756,11 +766,7 @@ impl RobotsTxt {
                     .any(|n| n == b"*")
             }) {
                 return Policy {
-                    choices: vec![Choice::new(
-                        "the record for *".to_string(),
-                        vec![g.span],
-                        vec![g.lines],
-                    )],
+                    choices: vec![Choice::new("the record for *", vec![g.span], vec![g.lines])],
                     reason: "",
                 };
             }
@@ -770,7 +776,8 @@ impl RobotsTxt {
             };
         }
 
-        let choice = |label: String,
+        // the label is only written for a choice that is made
+        let choice = |label: &dyn Fn() -> Cow<'static, str>,
                       test: &dyn Fn(&Group) -> bool,
                       before: &[(Span, (u32, u32))]|
          -> Option<Choice> {
@@ -779,12 +786,12 @@ impl RobotsTxt {
                 .copied()
                 .chain(groups.iter().filter(|g| test(g)).map(|g| (g.span, g.lines)))
                 .unzip();
-            (!spans.is_empty()).then(|| Choice::new(label, spans, lines))
+            (!spans.is_empty()).then(|| Choice::new(label(), spans, lines))
         };
         let mut choices: Vec<Choice> = Vec::new();
         if let Some(tok) = token.as_deref().filter(|t| *t != "*") {
             choices.extend(choice(
-                format!("user-agent {tok}"),
+                &|| format!("user-agent {tok}").into(),
                 &|g| names(g, Kind::UserAgent, tok.as_bytes()),
                 &[],
             ));
@@ -801,7 +808,7 @@ impl RobotsTxt {
         if choices.is_empty() && profile.virtual_agents && !roles.is_empty() {
             for role in &named_roles {
                 role_choices.extend(choice(
-                    format!("virtual agent {role}"),
+                    &|| format!("virtual agent {role}").into(),
                     &|g| {
                         names(g, Kind::UserAgent, role.as_bytes())
                             || names(g, Kind::VirtualAgent, role.as_bytes())
@@ -811,7 +818,7 @@ impl RobotsTxt {
             }
             if profile.roles == Roles::Targeted {
                 choices = if role_choices.is_empty() {
-                    choice("virtual-agent *".to_string(), &virtual_star, &[])
+                    choice(&|| "virtual-agent *".into(), &virtual_star, &[])
                         .into_iter()
                         .collect()
                 } else {
@@ -826,14 +833,14 @@ impl RobotsTxt {
                 &[]
             };
             choices.extend(choice(
-                "user-agent *".to_string(),
+                &|| "user-agent *".into(),
                 &|g| names(g, Kind::UserAgent, b"*"),
                 star_preamble,
             ));
             if profile.virtual_agents && !roles.is_empty() && profile.roles == Roles::Combined {
                 // The companion spec: respect '*' and every role's groups; err on the side of caution.
                 choices.append(&mut role_choices);
-                choices.extend(choice("virtual-agent *".to_string(), &virtual_star, &[]));
+                choices.extend(choice(&|| "virtual-agent *".into(), &virtual_star, &[]));
             }
         }
         if profile.preamble == Preamble::Everyone && !preamble.is_empty() {
@@ -844,7 +851,7 @@ impl RobotsTxt {
             if choices.is_empty() {
                 let (spans, lines) = preamble.into_iter().unzip();
                 choices.push(Choice::new(
-                    "rules before any user-agent line".to_string(),
+                    "rules before any user-agent line",
                     spans,
                     lines,
                 ));
@@ -875,7 +882,10 @@ impl RobotsTxt {
                     .iter()
                     .map(|c| {
                         std::mem::size_of::<Choice>()
-                            + c.label.capacity()
+                            + match &c.label {
+                                Cow::Owned(s) => s.capacity(),
+                                Cow::Borrowed(_) => 0,
+                            }
                             + c.spans.capacity() * 16
                             + c.lines.capacity() * 8
                             + c.rules.get().map_or(0, Rules::heap_size)
@@ -898,13 +908,18 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// The rules one line makes: none when empty, two for Google's `Allow: .../index.html`.
-fn compile(profile: &Profile, allow: bool, value: &[u8], entry: u32) -> Vec<Rule> {
-    let pattern: Cow<'_, [u8]> = match profile.target {
+/// A rule's value as its profile reads the pattern.
+fn pattern_of<'a>(profile: &Profile, value: &'a [u8]) -> Cow<'a, [u8]> {
+    match profile.target {
         Target::Rfc3986 => normalise(value, true),
         Target::Plain => normalise(value, false),
         Target::Google => google_escape(value),
         Target::Selector => Cow::Borrowed(value),
-    };
+    }
+}
+
+fn compile(profile: &Profile, allow: bool, value: &[u8], entry: u32) -> Vec<Rule> {
+    let pattern = pattern_of(profile, value);
     let plain = value.iter().all(|&b| is_plain(b));
     let Some(rule) = Rule::new(
         allow,
@@ -918,18 +933,23 @@ fn compile(profile: &Profile, allow: bool, value: &[u8], entry: u32) -> Vec<Rule
     };
     let mut out = vec![rule];
     if allow && profile.index_html {
-        if let Some(slash) = pattern.iter().rposition(|&b| b == b'/') {
-            if pattern[slash..].starts_with(b"/index.htm") {
-                let mut dir = pattern[..=slash].to_vec();
-                dir.push(b'$');
-                out.extend(
-                    Rule::new(true, &dir, entry, profile.wildcards, profile.anchor, false)
-                        .map(Rule::into_extra),
-                );
-            }
+        if let Some(dir) = index_dir(&pattern) {
+            let dir = [dir, b"$"].concat();
+            out.extend(
+                Rule::new(true, &dir, entry, profile.wildcards, profile.anchor, false)
+                    .map(Rule::into_extra),
+            );
         }
     }
     out
+}
+
+/// The directory an `Allow: .../index.html` pattern also allows (Google), up to its slash.
+fn index_dir(pattern: &[u8]) -> Option<&[u8]> {
+    let slash = pattern.iter().rposition(|&b| b == b'/')?;
+    pattern[slash..]
+        .starts_with(b"/index.htm")
+        .then(|| &pattern[..=slash])
 }
 
 /// What a target is matched as: one path, or for Gopher the selector and its typed form.

@@ -129,6 +129,45 @@ impl Rule {
     }
 }
 
+/// Whether a rule made from `pattern` (already normalised) would match `path`: the same
+/// leftmost search as `Rule::matches`, without building the rule.
+pub fn pattern_matches(pattern: &[u8], path: &[u8], wildcards: bool, anchor: bool) -> bool {
+    let anchored = anchor && pattern.last() == Some(&b'$');
+    let body = if anchored {
+        &pattern[..pattern.len() - 1]
+    } else {
+        pattern
+    };
+    let last_star = if wildcards {
+        body.iter().rposition(|&b| b == b'*')
+    } else {
+        None
+    };
+    let Some(last_star) = last_star else {
+        return !pattern.is_empty()
+            && path.starts_with(body)
+            && (!anchored || path.len() == body.len());
+    };
+    let mut pieces = body[..last_star].split(|&b| b == b'*');
+    let first = pieces.next().unwrap_or_default();
+    if !path.starts_with(first) {
+        return false;
+    }
+    let mut pos = first.len();
+    for piece in pieces {
+        match find(&path[pos..], piece) {
+            Some(at) => pos += at + piece.len(),
+            None => return false,
+        }
+    }
+    let tail = &body[last_star + 1..];
+    if anchored {
+        path.len() - pos >= tail.len() && path.ends_with(tail)
+    } else {
+        find(&path[pos..], tail).is_some()
+    }
+}
+
 /// Leftmost occurrence of `needle` in `hay`: a first-byte scan for short needles, where it
 /// is fastest, and Knuth-Morris-Pratt for long ones, so no input makes it quadratic.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -342,5 +381,38 @@ mod tests {
         let t = std::time::Instant::now();
         assert!(!m(&pattern, &path));
         assert!(t.elapsed().as_secs_f64() < 0.1);
+    }
+
+    #[test]
+    fn a_pattern_matches_as_its_compiled_rule_does() {
+        let alphabet = b"/ab*$";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut word = |len: u64| -> Vec<u8> {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = (state % len) as usize;
+            (0..n)
+                .map(|k| alphabet[((state >> (k * 3 % 60)) % 5) as usize])
+                .collect()
+        };
+        for _ in 0..50_000 {
+            let pattern = word(9);
+            let path: Vec<u8> = word(12)
+                .into_iter()
+                .filter(|&b| b != b'*' && b != b'$')
+                .collect();
+            for (wildcards, anchor) in [(true, true), (true, false), (false, false)] {
+                let compiled = Rule::new(false, &pattern, 0, wildcards, anchor, false)
+                    .is_some_and(|r| r.matches(&path));
+                assert_eq!(
+                    pattern_matches(&pattern, &path, wildcards, anchor),
+                    compiled,
+                    "{:?} {:?} {wildcards} {anchor}",
+                    String::from_utf8_lossy(&pattern),
+                    String::from_utf8_lossy(&path)
+                );
+            }
+        }
     }
 }

@@ -24,6 +24,27 @@ const MARK: usize = 32;
 /// A gap between line numbers too large for two bytes: that entry is marked.
 const FAR: u16 = u16::MAX;
 
+/// One kept line: meta byte, gap (two bytes), length (two bytes), in five bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Record([u8; 5]);
+
+impl Record {
+    fn new(meta: u8, gap: u16, len: u16) -> Record {
+        let [g0, g1] = gap.to_le_bytes();
+        let [l0, l1] = len.to_le_bytes();
+        Record([meta, g0, g1, l0, l1])
+    }
+    fn meta(self) -> u8 {
+        self.0[0]
+    }
+    fn gap(self) -> u16 {
+        u16::from_le_bytes([self.0[1], self.0[2]])
+    }
+    fn len(self) -> u32 {
+        u16::from_le_bytes([self.0[3], self.0[4]]) as u32
+    }
+}
+
 /// One kept line.
 #[derive(Clone, Copy, Debug)]
 pub struct LineRef<'a> {
@@ -40,17 +61,14 @@ pub struct LineRef<'a> {
 #[derive(Debug, Default, PartialEq)]
 pub struct Table {
     arena: Vec<u8>,
-    /// Per entry: kind, key spelling, missing colon.
-    meta: Vec<u8>,
-    /// Per entry: its line number less the previous entry's (FAR: see `marks`).
-    gaps: Vec<u16>,
-    /// Per entry: its bytes in the arena (a key and value fit: lines are cut at 16,663 bytes).
-    lens: Vec<u16>,
+    /// Per entry: its meta byte (kind, key spelling, missing colon); its line number less
+    /// the previous entry's (FAR: see `marks`); its bytes in the arena (a key and value fit:
+    /// lines are cut at 16,663 bytes).  One record, so that keeping a line is one push.
+    records: Vec<Record>,
     /// (entry, line number, arena offset) of every MARK-th entry and of every FAR one.
     marks: Vec<(u32, u32, u32)>,
-    /// Line number and arena offset of the last entry pushed, while the table is built.
+    /// Line number of the last entry pushed, while the table is built.
     last_number: u32,
-    last_start: u32,
     /// For each entry, the first blank line before the next entry (0: none); only for
     /// entries followed by one, as (entry, line).
     blanks: Vec<(u32, u32)>,
@@ -314,6 +332,45 @@ fn looks_like_html(head: &[u8]) -> bool {
             .any(|l| split_line(l.strip_suffix(b"\r").unwrap_or(l)).is_some())
 }
 
+/// The field a key names and which of its usual spellings it is, when it is one of them.
+fn spelled(key: &[u8]) -> Option<(Kind, u8)> {
+    let kind = match (key.len(), key.first()? | 0x20) {
+        (5, b'a') => Kind::Allow,
+        (5, b'c') => Kind::Check,
+        (7, b's') => Kind::Sitemap,
+        (8, b'd') => Kind::Disallow,
+        (10, b'u') => Kind::UserAgent,
+        (11, b'c') => Kind::CrawlDelay,
+        (12, b'r') => Kind::RequestRate,
+        (13, b'v') => Kind::VirtualAgent,
+        _ => return None,
+    };
+    let key = ends(key);
+    let spelling = kind.spellings().iter().position(|w| ends(w) == key)?;
+    Some((kind, spelling as u8))
+}
+
+/// The first and last four or eight bytes of a string of 4 to 16 bytes: two of the same
+/// length are equal when these are, compared without a call.
+fn ends(s: &[u8]) -> (u64, u64) {
+    let n = s.len();
+    if n >= 8 {
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        (word(0), word(n - 8))
+    } else {
+        let word = |at: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&s[at..at + 4]);
+            u64::from(u32::from_le_bytes(w))
+        };
+        (word(0), word(n - 4))
+    }
+}
+
 impl Table {
     /// Read a file.  `max_bytes` caps what is read; a line it cuts in two is dropped, since
     /// half an `Allow` would allow too much.
@@ -335,6 +392,10 @@ impl Table {
         let clean = !t.invalid_utf8 && !any_control(text);
         // the first HEAD_CHARS characters
         let head = || {
+            let ascii = &text[..text.len().min(HEAD_CHARS)];
+            if ascii.is_ascii() {
+                return ascii;
+            }
             let end = text
                 .iter()
                 .enumerate()
@@ -352,10 +413,7 @@ impl Table {
 
         // Room for the most a file can keep, given back once it is read.
         t.arena.reserve(text.len());
-        let estimate = text.len() / 32 + 4;
-        t.meta.reserve(estimate);
-        t.gaps.reserve(estimate);
-        t.lens.reserve(estimate);
+        t.records.reserve(text.len() / 32 + 4);
         let number = t.read_lines(text, clean);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
@@ -363,13 +421,8 @@ impl Table {
         // A final line end does not start another line; an empty file still has one.
         let ends_with_eol = text.last().is_some_and(|&b| b == b'\n' || b == b'\r');
         t.n_lines = if ends_with_eol { number - 1 } else { number }.max(1);
-        if !t.meta.is_empty() {
-            t.lens.push((t.arena.len() as u32 - t.last_start) as u16);
-        }
         t.arena.shrink_to_fit();
-        t.meta.shrink_to_fit();
-        t.gaps.shrink_to_fit();
-        t.lens.shrink_to_fit();
+        t.records.shrink_to_fit();
         t.marks.shrink_to_fit();
         t.blanks.shrink_to_fit();
         t
@@ -471,14 +524,14 @@ impl Table {
 
     /// A line that is neither blank, nor a comment, nor `key: value`: kept for diagnostics.
     fn unparsable(&mut self, uncommented: &[u8], number: u32) {
-        self.push(number, Kind::Unparsable as u8);
-        self.arena
-            .extend_from_slice(&uncommented[..uncommented.len().min(UNPARSABLE_KEPT)]);
+        let kept = &uncommented[..uncommented.len().min(UNPARSABLE_KEPT)];
+        self.push(number, Kind::Unparsable as u8, kept.len());
+        self.arena.extend_from_slice(kept);
     }
 
     /// A blank line: the first after each kept line is noted.
     fn blank(&mut self, number: u32) {
-        if let Some(last) = self.meta.len().checked_sub(1) {
+        if let Some(last) = self.records.len().checked_sub(1) {
             let last = last as u32;
             if self.blanks.last().is_none_or(|&(e, _)| e != last) {
                 self.blanks.push((last, number));
@@ -488,49 +541,42 @@ impl Table {
 
     /// Keep a line with a key and a value: the key only when spelled an unusual way.
     fn keep(&mut self, number: u32, key: &[u8], value: &[u8], missing_colon: bool) {
-        let kind = classify(key);
-        let spelling = kind
-            .spellings()
-            .iter()
-            .position(|&w| w == key)
-            .map_or(STORED, |i| i as u8);
+        let (kind, spelling) = spelled(key).unwrap_or_else(|| (classify(key), STORED));
         let meta =
             kind as u8 | spelling << SPELLING_SHIFT | if missing_colon { MISSING_COLON } else { 0 };
-        self.push(number, meta);
         if spelling == STORED {
+            self.push(number, meta, key.len() + 1 + value.len());
             self.arena.extend_from_slice(key);
             self.arena.push(b':');
+        } else {
+            self.push(number, meta, value.len());
         }
         self.arena.extend_from_slice(value);
     }
 
-    fn push(&mut self, number: u32, meta: u8) {
-        let i = self.meta.len();
-        let start = self.arena.len() as u32;
-        if i > 0 {
-            self.lens.push((start - self.last_start) as u16);
-        }
+    /// A record for a line whose `len` bytes the caller puts in the arena next.
+    fn push(&mut self, number: u32, meta: u8, len: usize) {
+        let i = self.records.len();
         let gap = number - self.last_number;
         let far = gap >= FAR as u32;
         if i.is_multiple_of(MARK) || far {
-            self.marks.push((i as u32, number, start));
+            self.marks.push((i as u32, number, self.arena.len() as u32));
         }
-        self.gaps.push(if far { FAR } else { gap as u16 });
-        self.meta.push(meta);
+        let gap = if far { FAR } else { gap as u16 };
+        self.records.push(Record::new(meta, gap, len as u16));
         self.last_number = number;
-        self.last_start = start;
     }
 
     pub fn len(&self) -> usize {
-        self.meta.len()
+        self.records.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.meta.is_empty()
+        self.records.is_empty()
     }
 
     pub fn kind(&self, i: usize) -> Kind {
-        Kind::ALL[(self.meta[i] & 0x0f) as usize]
+        Kind::ALL[(self.records[i].meta() & 0x0f) as usize]
     }
 
     /// Line number and arena offset of entry `i`: from the mark before it, at most MARK steps.
@@ -538,8 +584,8 @@ impl Table {
         let m = self.marks.partition_point(|mk| mk.0 as usize <= i) - 1;
         let (e, mut number, mut start) = self.marks[m];
         for k in e as usize..i {
-            start += self.lens[k] as u32;
-            number += self.gaps[k + 1] as u32;
+            start += self.records[k].len();
+            number += self.records[k + 1].gap() as u32;
         }
         (number, start)
     }
@@ -570,8 +616,8 @@ impl Table {
         let (mut number, mut start) = if from < to { self.locate(from) } else { (0, 0) };
         (from..to).map(move |i| {
             if i > from {
-                start += self.lens[i - 1] as u32;
-                number = match self.gaps[i] {
+                start += self.records[i - 1].len();
+                number = match self.records[i].gap() {
                     FAR => self.locate(i).0,
                     gap => number + gap as u32,
                 };
@@ -599,7 +645,7 @@ impl Table {
     }
 
     fn bytes_at(&self, i: usize, start: u32) -> &[u8] {
-        &self.arena[start as usize..start as usize + self.lens[i] as usize]
+        &self.arena[start as usize..(start + self.records[i].len()) as usize]
     }
 
     fn bytes(&self, i: usize) -> &[u8] {
@@ -607,7 +653,9 @@ impl Table {
     }
 
     fn value_in<'a>(&self, i: usize, b: &'a [u8]) -> &'a [u8] {
-        if (self.meta[i] >> SPELLING_SHIFT) & 3 == STORED && self.kind(i) != Kind::Unparsable {
+        if (self.records[i].meta() >> SPELLING_SHIFT) & 3 == STORED
+            && self.kind(i) != Kind::Unparsable
+        {
             let colon = b.iter().position(|&c| c == b':').unwrap_or(0);
             &b[colon + 1..]
         } else {
@@ -622,7 +670,7 @@ impl Table {
 
     pub fn line(&self, i: usize) -> LineRef<'_> {
         let kind = self.kind(i);
-        let spelling = (self.meta[i] >> SPELLING_SHIFT) & 3;
+        let spelling = (self.records[i].meta() >> SPELLING_SHIFT) & 3;
         let key: &[u8] = if kind == Kind::Unparsable {
             b""
         } else if spelling == STORED {
@@ -636,15 +684,14 @@ impl Table {
             kind,
             key,
             value: self.value(i),
-            missing_colon: self.meta[i] & MISSING_COLON != 0,
+            missing_colon: self.records[i].meta() & MISSING_COLON != 0,
         }
     }
 
     /// Heap bytes the table owns.
     pub fn heap_size(&self) -> usize {
         self.arena.capacity()
-            + self.meta.capacity()
-            + (self.gaps.capacity() + self.lens.capacity()) * 2
+            + self.records.capacity() * std::mem::size_of::<Record>()
             + self.marks.capacity() * 12
             + self.blanks.capacity() * 8
             + (self.control_lines.capacity() + self.long_lines.capacity()) * 4
@@ -677,8 +724,8 @@ impl<'a> Iterator for Entries<'a> {
         );
         self.i += 1;
         if self.i < self.to {
-            self.start += t.lens[i] as u32;
-            self.number = match t.gaps[self.i] {
+            self.start += t.records[i].len();
+            self.number = match t.records[self.i].gap() {
                 FAR => t.locate(self.i).0,
                 gap => self.number + gap as u32,
             };
@@ -777,9 +824,6 @@ mod tests {
         }
         if max_bytes.is_some_and(|m| data.len() - bom_length(data) > m) {
             t.truncated_line = number;
-        }
-        if !t.meta.is_empty() {
-            t.lens.push((t.arena.len() as u32 - t.last_start) as u16);
         }
         t
     }

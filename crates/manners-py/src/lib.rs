@@ -512,7 +512,7 @@ impl PyRobots {
         let rows = policy
             .choices
             .iter()
-            .map(|c| (c.label.clone(), c.lines.clone()));
+            .map(|c| (c.label.to_string(), c.lines.clone()));
         Ok((PyList::new(py, rows)?, policy.reason))
     }
 
