@@ -322,8 +322,11 @@ def test_library_inputs_get_clear_errors() -> None:
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(ValueError, match="unknown profile 'web'"):
-        manners.parse("", profile="web")
+    for _ in range(2):  # parse() remembers the names it has looked up, never a bad one
+        with pytest.raises(ValueError, match="unknown profile 'web'"):
+            manners.parse("", profile="web")
+        with pytest.raises(TypeError, match="profile must be a name"):
+            manners.parse("", profile=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="bytes or str"):
         manners.parse(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_bytes"):

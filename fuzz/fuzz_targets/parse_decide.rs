@@ -1,12 +1,14 @@
 //! Any bytes parse, and every question about them is answered without a panic: the file is
-//! the input's first part, the target and agent its last lines.
+//! the input's first part, the target and agent its last lines.  The one-pass line table
+//! equals the line grammar's reading line by line, and a first answer (found as written)
+//! equals the answers from compiled rules.
 #![no_main]
 
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use manners_core::line::Kind;
-use manners_core::{Profile, RobotsTxt};
+use manners_core::{Profile, RobotsTxt, Table};
 
 fuzz_target!(|data: &[u8]| {
     let cut = data.iter().rposition(|&b| b == 0xff).unwrap_or(data.len());
@@ -15,6 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let target = rest.split(|&b| b == b'\n').next().unwrap_or_default();
     let agent = String::from_utf8_lossy(rest.split(|&b| b == b'\n').nth(1).unwrap_or(b"FooBot"));
     let roles: [&str; 2] = ["indexer", "archiver"];
+    assert_eq!(
+        Table::new(file, Some(512_000)),
+        Table::by_line(file, Some(512_000))
+    );
     let robots = RobotsTxt::parse(file, None, Some(512_000));
     for profile in Profile::builtin() {
         let profile = Arc::new(profile);

@@ -178,7 +178,7 @@ pub fn split_line(line: &[u8]) -> Option<Split<'_>> {
 }
 
 /// "key value": exactly two words, then only white space or a comment (`rest` starts at
-/// the first word and holds no colon before its comment).
+/// the first word; a colon in either word makes it no such line).
 pub(crate) fn two_words(rest: &[u8]) -> Option<Split<'_>> {
     let word = |s: &[u8]| {
         s.iter()
