@@ -20,6 +20,7 @@ import redis
 import manners
 from manners.cache import open_store
 from manners.cache.entry import Entry
+from manners.cache.sqlite import SQLiteStore
 from servers import redis_server
 from sites import sites
 
@@ -164,3 +165,31 @@ def test_store_rejects_nothing_it_wrote(tmp_path: Path) -> None:
     assert asyncio.run(store.get("k")) == e
     asyncio.run(store.close())
     assert os.path.exists(tmp_path / "x.db")
+
+
+def test_a_sqlite_read_does_not_wait_for_another_process_writing(tmp_path: Path) -> None:
+    """In WAL mode a reader needs no lock: a policy is read while another worker holds the write lock."""
+    path = tmp_path / "c.sqlite3"
+    e = Entry("http://h/robots.txt", "ok", "200", "", 1.0, 2.0, "ok", 1.0, "200", ROBOTS)
+
+    async def read_while_locked() -> tuple[Entry | None, float]:
+        store = SQLiteStore(path, busy_timeout=0.3)
+        await store.put("k", e)
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # held until this test lets go
+        other.execute("INSERT OR REPLACE INTO slots VALUES ('x', 1.0)")
+        try:
+            start = time.monotonic()
+            got = await store.get("k")
+            took = time.monotonic() - start
+            with pytest.raises(manners.CacheError, match="stayed locked"):
+                await store.book("k", 1.0)  # a write does wait, and says so
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+            await store.close()
+        return got, took
+
+    got, took = asyncio.run(read_while_locked())
+    assert got == e
+    assert took < 0.5

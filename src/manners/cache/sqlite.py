@@ -39,9 +39,19 @@ class SQLiteStore:
             raise CacheError(f"cannot open the SQLite cache {path}: {exc}") from None
 
     async def get(self, key: str) -> Entry | None:
-        row = await self._write(
-            lambda db: db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()
-        )
+        def read(db: sqlite3.Connection) -> tuple[str] | None:
+            return db.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()  # type: ignore[no-any-return]
+
+        # WAL readers neither take nor wait for the write lock: a read is one statement.
+        # Only if the file is busy anyway (recovering a WAL) does it wait as writes do.
+        try:
+            row = read(self._db)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
+            row = await self._write(read)
+        except sqlite3.Error as exc:
+            raise CacheError(f"the SQLite cache {self.location} failed: {exc}") from None
         return Entry.loads(row[0]) if row else None
 
     async def put(self, key: str, entry: Entry) -> None:
