@@ -188,7 +188,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
             None => return None,
             Some(k) => {
                 i += k;
-                if &hay[i..i + needle.len()] == needle {
+                // the rest compared in line: most pieces are a few bytes
+                if hay[i + 1..i + needle.len()]
+                    .iter()
+                    .zip(&needle[1..])
+                    .all(|(a, b)| a == b)
+                {
                     return Some(i);
                 }
                 i += 1;
@@ -199,21 +204,29 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn kmp(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let mut fail = vec![0usize; needle.len()];
+    // the failure table on the stack for the pieces rules have; a longer one on the heap
+    let mut stack = [0u32; 128];
+    let mut heap = Vec::new();
+    let fail: &mut [u32] = if needle.len() <= stack.len() {
+        &mut stack[..needle.len()]
+    } else {
+        heap.resize(needle.len(), 0);
+        &mut heap
+    };
     let mut k = 0;
     for i in 1..needle.len() {
         while k > 0 && needle[i] != needle[k] {
-            k = fail[k - 1];
+            k = fail[k - 1] as usize;
         }
         if needle[i] == needle[k] {
             k += 1;
         }
-        fail[i] = k;
+        fail[i] = k as u32;
     }
     k = 0;
     for (i, &b) in hay.iter().enumerate() {
         while k > 0 && b != needle[k] {
-            k = fail[k - 1];
+            k = fail[k - 1] as usize;
         }
         if b == needle[k] {
             k += 1;

@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use crate::table::find2;
+
 /// RFC 3986's unreserved and reserved characters without the pattern operators `*` and `$`
 /// and the escape `%`: they mean themselves under every profile.
 pub fn is_plain(b: u8) -> bool {
@@ -67,17 +69,15 @@ pub fn url_path(target: &[u8]) -> Result<Cow<'_, [u8]>, NotAPath> {
             .position(|&b| matches!(b, b'/' | b'?' | b'#'))
             .unwrap_or(rest.len());
         let rest = &rest[host..];
-        let path = &rest[..rest.iter().position(|&b| b == b'#').unwrap_or(rest.len())];
-        return Ok(with_slash(path));
+        return Ok(with_slash(
+            &rest[..find2(rest, b'#', b'#').unwrap_or(rest.len())],
+        ));
     }
     if target.first() != Some(&b'/') {
         return Err(NotAPath);
     }
     Ok(Cow::Borrowed(
-        &target[..target
-            .iter()
-            .position(|&b| b == b'#')
-            .unwrap_or(target.len())],
+        &target[..find2(target, b'#', b'#').unwrap_or(target.len())],
     ))
 }
 
