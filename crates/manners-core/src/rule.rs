@@ -88,28 +88,14 @@ impl Rule {
     }
 
     pub fn matches(&self, path: &[u8]) -> bool {
-        let first = self.piece(0);
-        if !path.starts_with(first) {
-            return false;
-        }
-        if self.cuts.is_empty() {
-            return !self.anchored || path.len() == first.len();
-        }
-        let mut pos = first.len();
         let last = self.cuts.len();
-        for i in 1..last {
-            let piece = self.piece(i);
-            match find(&path[pos..], piece) {
-                Some(at) => pos += at + piece.len(),
-                None => return false,
-            }
-        }
-        let tail = self.piece(last);
-        if self.anchored {
-            path.len() - pos >= tail.len() && path.ends_with(tail)
-        } else {
-            find(&path[pos..], tail).is_some()
-        }
+        leftmost(
+            path,
+            self.piece(0),
+            (1..last).map(|i| self.piece(i)),
+            (last > 0).then(|| self.piece(last)),
+            self.anchored,
+        )
     }
 
     /// The order rules are tried in: longest first, Allow first on a tie, then plain ones,
@@ -138,29 +124,39 @@ pub fn pattern_matches(pattern: &[u8], path: &[u8], wildcards: bool, anchor: boo
     } else {
         pattern
     };
-    let last_star = if wildcards {
-        body.iter().rposition(|&b| b == b'*')
-    } else {
-        None
-    };
-    let Some(last_star) = last_star else {
-        return !pattern.is_empty()
-            && path.starts_with(body)
-            && (!anchored || path.len() == body.len());
-    };
-    let mut pieces = body[..last_star].split(|&b| b == b'*');
-    let first = pieces.next().unwrap_or_default();
+    match body.iter().rposition(|&b| b == b'*').filter(|_| wildcards) {
+        None => !pattern.is_empty() && leftmost(path, body, std::iter::empty(), None, anchored),
+        Some(last_star) => {
+            let mut pieces = body[..last_star].split(|&b| b == b'*');
+            let first = pieces.next().unwrap_or_default();
+            leftmost(path, first, pieces, Some(&body[last_star + 1..]), anchored)
+        }
+    }
+}
+
+/// The search every rule makes: `first` starts the path, each of `middle` is found
+/// leftmost after the one before, and `tail` after them all (at the path's end when
+/// anchored).  With no `tail` the rule had no `*`: `first` is all of it.
+fn leftmost<'p>(
+    path: &[u8],
+    first: &[u8],
+    middle: impl Iterator<Item = &'p [u8]>,
+    tail: Option<&[u8]>,
+    anchored: bool,
+) -> bool {
     if !path.starts_with(first) {
         return false;
     }
+    let Some(tail) = tail else {
+        return !anchored || path.len() == first.len();
+    };
     let mut pos = first.len();
-    for piece in pieces {
+    for piece in middle {
         match find(&path[pos..], piece) {
             Some(at) => pos += at + piece.len(),
             None => return false,
         }
     }
-    let tail = &body[last_star + 1..];
     if anchored {
         path.len() - pos >= tail.len() && path.ends_with(tail)
     } else {

@@ -182,6 +182,15 @@ struct Lines<'a> {
     done: bool,
 }
 
+impl<'a> Lines<'a> {
+    fn new(text: &'a [u8]) -> Lines<'a> {
+        Lines {
+            rest: text,
+            done: false,
+        }
+    }
+}
+
 impl<'a> Iterator for Lines<'a> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<&'a [u8]> {
@@ -386,10 +395,7 @@ impl Table {
     pub fn by_line(data: &[u8], max_bytes: Option<usize>) -> Table {
         Table::read(data, max_bytes, |t, text, clean| {
             let mut number = 0;
-            for mut line in (Lines {
-                rest: text,
-                done: false,
-            }) {
+            for mut line in Lines::new(text) {
                 number += 1;
                 if line.len() > MAX_LINE_BYTES {
                     line = &line[..MAX_LINE_BYTES];
@@ -625,15 +631,13 @@ impl Table {
     }
 
     /// Entries `from..to` in order, each with its line number and value, read in one pass.
-    pub fn entries(&self, from: usize, to: usize) -> Entries<'_> {
-        let (number, start) = if from < to { self.locate(from) } else { (0, 0) };
-        Entries {
-            table: self,
-            i: from,
-            to,
-            number,
-            start,
-        }
+    pub fn entries(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl Iterator<Item = (usize, u32, Kind, &[u8])> + '_ {
+        self.kinds(from, to)
+            .map(|(i, number, kind, start)| (i, number, kind, self.value_at(i, start)))
     }
 
     /// Entries `from..to` as (entry, line number, kind, arena offset), without reading their
@@ -728,53 +732,11 @@ impl Table {
     }
 }
 
-/// Entries in order: (entry, line number, kind, value).
-pub struct Entries<'a> {
-    table: &'a Table,
-    i: usize,
-    to: usize,
-    number: u32,
-    start: u32,
-}
-
-impl<'a> Iterator for Entries<'a> {
-    type Item = (usize, u32, Kind, &'a [u8]);
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.i >= self.to {
-            return None;
-        }
-        let t = self.table;
-        let i = self.i;
-        let item = (
-            i,
-            self.number,
-            t.kind(i),
-            t.value_in(i, t.bytes_at(i, self.start)),
-        );
-        self.i += 1;
-        if self.i < self.to {
-            self.start += t.records[i].len();
-            self.number = match t.records[self.i].gap() {
-                FAR => t.locate(self.i).0,
-                gap => self.number + gap as u32,
-            };
-        }
-        Some(item)
-    }
-}
-
 /// The first `n` lines of a file, as the table reads them (BOM skipped, lines ended by LF).
 pub fn head_lines(data: &[u8], n: usize) -> Vec<u8> {
     let skip = bom_length(data);
     let mut out = Vec::new();
-    for (k, line) in (Lines {
-        rest: &data[skip..],
-        done: false,
-    })
-    .take(n)
-    .enumerate()
-    {
+    for (k, line) in Lines::new(&data[skip..]).take(n).enumerate() {
         if k > 0 {
             out.push(b'\n');
         }
