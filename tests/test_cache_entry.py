@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
+from collections.abc import Callable
+
 import pytest
 
 from manners.cache.entry import DAY, MIN_TTL, STALE_LIMIT, Entry, entry_after, policy_of
@@ -69,3 +74,21 @@ def test_retry_after_sets_the_next_fetch() -> None:
 def test_entries_survive_serialisation(status: int) -> None:
     e = entry_after(None, fetched(status, body=b"\xff\x00User-agent: *\n"), T0)
     assert Entry.loads(e.dumps()) == e
+
+
+def test_an_entry_is_a_line_of_fields_then_the_body_as_read() -> None:
+    """The body is stored as it came, so reading an entry back has no base64 to undo."""
+    body = b'User-agent: *\r\nDisallow: /p\n\x00\xff{"url": 1}\n'
+    e = entry_after(None, fetched(200, body=body), T0)
+    fields, sep, stored = e.dumps().partition(b"\n")
+    assert (sep, stored) == (b"\n", body)
+    assert json.loads(fields)["url"] == URL and "body" not in json.loads(fields)
+    assert Entry.loads(e.dumps()) == e
+
+
+@pytest.mark.parametrize("as_read", [str, str.encode], ids=["sqlite-text", "redis-bytes"])
+def test_entries_in_the_older_form_still_load(as_read: Callable[[str], str | bytes]) -> None:
+    """Before, an entry was one JSON object with the body in base64: stores keep those a while."""
+    e = entry_after(None, fetched(200, body=b"User-agent: *\nDisallow: /old\n"), T0)
+    fields = dataclasses.asdict(e) | {"body": base64.b64encode(e.body).decode()}
+    assert Entry.loads(as_read(json.dumps(fields, separators=(",", ":")))) == e

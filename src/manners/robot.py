@@ -198,6 +198,11 @@ class Robot:
             if known is not None and time.time() < known.entry.expires_at:
                 self._known.move_to_end(key)
                 return known
+            # Usually another worker, or an earlier run, has read it: a fresh entry in the
+            # store is read here, without the task that a fetch shared by callers needs.
+            entry = await self.store.get(key)
+            if entry is not None and time.time() < entry.expires_at:
+                return self._remember(key, entry)
         slot = (key, refresh)
         pending = self._pending.get(slot)
         if pending is None:  # one fetch per authority in this process; the store's lock does the rest
@@ -237,6 +242,10 @@ class Robot:
             pause = min(pause * 2, 0.5)
             entry = await store.get(key)
         assert entry is not None
+        return self._remember(key, entry)
+
+    def _remember(self, key: str, entry: Entry) -> Policy:
+        """The policy an entry holds, kept in memory as the most recently used."""
         robots, stale = policy_of(entry, time.time(), self.profile)
         known = Policy(key, entry, robots, stale, self._spacing(key, robots))
         self._known[key] = known

@@ -45,20 +45,26 @@ class Entry:
     fingerprint_changed: bool = False  # the latest fetch saw a certificate other than the one remembered
     known_hosts: tuple[tuple[str, str], ...] = ()  # Gemini host:port -> fingerprint, for trust on first use
 
-    def dumps(self) -> str:
-        data = asdict(self)
-        data["body"] = base64.b64encode(self.body).decode("ascii")
-        return json.dumps(data, separators=(",", ":"))
+    def dumps(self) -> bytes:
+        """The fields as one line of JSON, then the body as it was read: no base64 to undo."""
+        fields = asdict(self)
+        del fields["body"]
+        return json.dumps(fields, separators=(",", ":")).encode() + b"\n" + self.body
 
     @classmethod
-    def loads(cls, text: str | bytes) -> Entry:
-        """An entry as dumps() wrote it; entries written before a field existed get its default."""
-        data = json.loads(text)
-        data["body"] = base64.b64decode(data["body"])
+    def loads(cls, data: str | bytes) -> Entry:
+        """An entry as dumps() wrote it, or as older versions did (one JSON object with the body
+        in base64); entries written before a field existed get its default."""
+        if isinstance(data, bytes) and (end := data.find(b"\n")) >= 0:
+            fields = json.loads(data[:end])
+            fields["body"] = data[end + 1 :]
+        else:  # JSON has no raw line end: this is the older form
+            fields = json.loads(data)
+            fields["body"] = base64.b64decode(fields["body"])
         # Before ``truncated`` was kept, a body was cut at the default cap with no mark.
-        data.setdefault("truncated", len(data["body"]) >= OLD_MAX_BYTES)
-        data["known_hosts"] = tuple((str(h), str(f)) for h, f in data.get("known_hosts", ()))
-        return cls(**data)
+        fields.setdefault("truncated", len(fields["body"]) >= OLD_MAX_BYTES)
+        fields["known_hosts"] = tuple((str(h), str(f)) for h, f in fields.get("known_hosts", ()))
+        return cls(**fields)
 
     @property
     def keep_until(self) -> float:
