@@ -9,6 +9,8 @@
 //! take it from stop to stop, so a `key: value` line costs a few steps whatever its length.
 //! Other lines go to the line grammar (`line.rs`); a test holds the two readings equal.
 
+use std::cell::Cell;
+
 use crate::line::{classify, split_line, trim, two_words, Kind};
 
 /// Google's line buffer is 2083 * 8 bytes including the terminating NUL.
@@ -252,15 +254,27 @@ fn stop_mask(block: &[u8]) -> u64 {
 /// one pass over the text finds every place the line grammar turns on.
 struct Stops<'a> {
     text: &'a [u8],
-    masks: Vec<u64>,
+    masks: &'a [u64],
 }
 
+/// Masks of a file up to this many bytes live on the stack: most files are small.
+const STACK_MASKS: usize = 64;
+
 impl<'a> Stops<'a> {
-    fn new(text: &'a [u8]) -> Stops<'a> {
-        Stops {
-            text,
-            masks: text.chunks(64).map(stop_mask).collect(),
-        }
+    /// The stops of `text`, its masks written to `stack` when they fit, else to `heap`.
+    fn new(text: &'a [u8], stack: &'a mut [u64; STACK_MASKS], heap: &'a mut Vec<u64>) -> Stops<'a> {
+        let blocks = text.chunks(64).map(stop_mask);
+        let masks: &[u64] = if text.len() <= STACK_MASKS * 64 {
+            let n = blocks
+                .zip(stack.iter_mut())
+                .map(|(m, slot)| *slot = m)
+                .count();
+            &stack[..n]
+        } else {
+            heap.extend(blocks);
+            heap
+        };
+        Stops { text, masks }
     }
 
     /// The first stop at or after `from`; the text's length when there is none.
@@ -382,6 +396,38 @@ fn ends(s: &[u8]) -> (u64, u64) {
     }
 }
 
+/// The buffers a table is read into, kept by each thread between files.
+#[derive(Default)]
+struct Scratch {
+    arena: Vec<u8>,
+    records: Vec<Record>,
+    marks: Vec<(u32, u32, u32)>,
+    blanks: Vec<(u32, u32)>,
+}
+
+impl Scratch {
+    fn swap(&mut self, t: &mut Table) {
+        std::mem::swap(&mut self.arena, &mut t.arena);
+        std::mem::swap(&mut self.records, &mut t.records);
+        std::mem::swap(&mut self.marks, &mut t.marks);
+        std::mem::swap(&mut self.blanks, &mut t.blanks);
+    }
+
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.records.clear();
+        self.marks.clear();
+        self.blanks.clear();
+    }
+}
+
+/// Scratch buffers grown past this (by a large file) are let go rather than kept.
+const SCRATCH_KEPT: usize = 64 << 10;
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
 impl Table {
     /// Read a file.  `max_bytes` caps what is read; a line it cuts in two is dropped, since
     /// half an `Allow` would allow too much.
@@ -453,9 +499,12 @@ impl Table {
         let may_be_html = text[..text.len().min(HEAD_CHARS * 4)].contains(&b'<');
         t.html = !t.binary && may_be_html && looks_like_html(head());
 
-        // Room for the most a file can keep, given back once it is read.
-        t.arena.reserve(text.len());
-        t.records.reserve(text.len() / 32 + 4);
+        // Read into this thread's scratch buffers, then kept at their exact size: one
+        // allocation each, where growing and shrinking the file's own would take several.
+        let mut scratch = SCRATCH.with(Cell::take);
+        scratch.arena.reserve(text.len());
+        scratch.records.reserve(text.len() / 32 + 4);
+        scratch.swap(&mut t);
         let number = lines(&mut t, text, clean);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
@@ -463,10 +512,15 @@ impl Table {
         // A final line end does not start another line; an empty file still has one.
         let ends_with_eol = text.last().is_some_and(|&b| b == b'\n' || b == b'\r');
         t.n_lines = if ends_with_eol { number - 1 } else { number }.max(1);
-        t.arena.shrink_to_fit();
-        t.records.shrink_to_fit();
-        t.marks.shrink_to_fit();
-        t.blanks.shrink_to_fit();
+        scratch.swap(&mut t);
+        t.arena = scratch.arena.to_vec();
+        t.records = scratch.records.to_vec();
+        t.marks = scratch.marks.to_vec();
+        t.blanks = scratch.blanks.to_vec();
+        if scratch.arena.capacity() <= SCRATCH_KEPT {
+            scratch.clear();
+            SCRATCH.with(|s| s.set(scratch));
+        }
         t
     }
 
@@ -475,7 +529,8 @@ impl Table {
     /// goes to `read_line`.  Returns the number of the last line.
     fn read_lines(&mut self, text: &[u8], clean: bool) -> u32 {
         let n = text.len();
-        let stops = Stops::new(text);
+        let (mut stack, mut heap) = ([0u64; STACK_MASKS], Vec::new());
+        let stops = Stops::new(text, &mut stack, &mut heap);
         let mut pos = 0;
         let mut number: u32 = 0;
         loop {
