@@ -1,7 +1,7 @@
 //! Any bytes parse, and every question about them is answered without a panic: the file is
 //! the input's first part, the target and agent its last lines.  The one-pass line table
-//! equals the line grammar's reading line by line, and a first answer (found as written)
-//! equals the answers from compiled rules.
+//! equals the line grammar's reading line by line, and a file read as text equals it read
+//! as bytes; a first answer (found as written) equals the answers from compiled rules.
 #![no_main]
 
 use std::sync::Arc;
@@ -21,6 +21,12 @@ fuzz_target!(|data: &[u8]| {
         Table::new(file, Some(512_000)),
         Table::by_line(file, Some(512_000))
     );
+    if let Ok(text) = std::str::from_utf8(file) {
+        assert_eq!(
+            Table::of_text(text, Some(512_000)),
+            Table::new(file, Some(512_000))
+        );
+    }
     let robots = RobotsTxt::parse(file, None, Some(512_000));
     for profile in Profile::builtin() {
         let profile = Arc::new(profile);

@@ -222,6 +222,15 @@ impl RobotsTxt {
         RobotsTxt::with_table(Arc::new(Table::new(data, max_bytes)), profile)
     }
 
+    /// Parse a file given as text (no need to check that it is UTF-8).
+    pub fn parse_text(
+        text: &str,
+        profile: Option<Arc<Profile>>,
+        max_bytes: Option<usize>,
+    ) -> RobotsTxt {
+        RobotsTxt::with_table(Arc::new(Table::of_text(text, max_bytes)), profile)
+    }
+
     fn with_table(table: Arc<Table>, profile: Option<Arc<Profile>>) -> RobotsTxt {
         RobotsTxt {
             table,

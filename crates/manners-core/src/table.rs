@@ -422,7 +422,7 @@ impl Scratch {
 }
 
 /// Scratch buffers grown past this (by a large file) are let go rather than kept.
-const SCRATCH_KEPT: usize = 64 << 10;
+const SCRATCH_KEPT: usize = 1 << 20;
 
 thread_local! {
     static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
@@ -432,14 +432,19 @@ impl Table {
     /// Read a file.  `max_bytes` caps what is read; a line it cuts in two is dropped, since
     /// half an `Allow` would allow too much.
     pub fn new(data: &[u8], max_bytes: Option<usize>) -> Table {
-        Table::read(data, max_bytes, Table::read_lines)
+        Table::read(data, max_bytes, false, Table::read_lines)
+    }
+
+    /// Read a file given as text: the same table, without checking it is UTF-8.
+    pub fn of_text(text: &str, max_bytes: Option<usize>) -> Table {
+        Table::read(text.as_bytes(), max_bytes, true, Table::read_lines)
     }
 
     /// The same table read line by line by the line grammar alone, which the one-pass
     /// reader must equal: the tests and the fuzzer check that it does.
     #[cfg(any(test, fuzzing))]
     pub fn by_line(data: &[u8], max_bytes: Option<usize>) -> Table {
-        Table::read(data, max_bytes, |t, text, clean| {
+        Table::read(data, max_bytes, false, |t, text, clean| {
             let mut number = 0;
             for mut line in Lines::new(text) {
                 number += 1;
@@ -457,10 +462,11 @@ impl Table {
     }
 
     /// A file read with `lines`, which reads its lines (clean ones need no look for odd
-    /// bytes) and says how many there were.
+    /// bytes) and says how many there were.  `utf8`: the data is known to be UTF-8.
     fn read(
         data: &[u8],
         max_bytes: Option<usize>,
+        utf8: bool,
         lines: impl FnOnce(&mut Table, &[u8], bool) -> u32,
     ) -> Table {
         let mut t = Table::default();
@@ -475,7 +481,8 @@ impl Table {
                 text = end.map_or(&text[..0], |e| &text[..=e]);
             }
         }
-        t.invalid_utf8 = std::str::from_utf8(text).is_err();
+        // (a cut at a line end, an ASCII byte, leaves UTF-8 whole)
+        t.invalid_utf8 = !utf8 && std::str::from_utf8(text).is_err();
         // Most files are valid UTF-8 without control characters: then no line needs a look.
         let clean = !t.invalid_utf8 && !any_control(text);
         // the first HEAD_CHARS characters
@@ -848,6 +855,13 @@ mod tests {
             Table::by_line(data, max_bytes),
             "{shown:?}"
         );
+        if let Ok(text) = std::str::from_utf8(data) {
+            assert_eq!(
+                Table::of_text(text, max_bytes),
+                Table::new(data, max_bytes),
+                "{shown:?}"
+            );
+        }
     }
 
     #[test]

@@ -311,25 +311,37 @@ impl PyRobots {
                 answered: Default::default(),
             });
         }
-        let bytes: Cow<'_, [u8]> = if let Ok(b) = data.downcast::<PyBytes>() {
-            Cow::Borrowed(b.as_bytes())
+        // text Python holds as UTF-8 is read as text: it needs no check
+        let (text, bytes): (Option<&str>, Cow<'_, [u8]>) = if let Ok(b) = data.downcast::<PyBytes>()
+        {
+            (None, Cow::Borrowed(b.as_bytes()))
         } else if let Ok(s) = data.downcast::<PyString>() {
-            str_bytes(s)?
+            match s.to_str() {
+                Ok(t) => (Some(t), Cow::Borrowed(t.as_bytes())),
+                Err(_) => (None, str_bytes(s)?),
+            }
         } else if data.is_instance_of::<pyo3::types::PyByteArray>()
             || data.is_instance_of::<pyo3::types::PyMemoryView>()
         {
             let b = py.get_type::<PyBytes>().call1((data,))?;
-            Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec())
+            (
+                None,
+                Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec()),
+            )
         } else {
             return Err(PyTypeError::new_err(format!(
                 "robots.txt must be bytes or str, not {}",
                 type_name(data)
             )));
         };
+        let parse = || match text {
+            Some(t) => RobotsTxt::parse_text(t, core, max_bytes),
+            None => RobotsTxt::parse(&bytes, core, max_bytes),
+        };
         let inner = if bytes.len() >= RELEASE_GIL_BYTES {
-            py.detach(|| RobotsTxt::parse(&bytes, core, max_bytes))
+            py.detach(parse)
         } else {
-            RobotsTxt::parse(&bytes, core, max_bytes)
+            parse()
         };
         Ok(PyRobots {
             inner,
