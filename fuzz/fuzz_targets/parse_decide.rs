@@ -1,7 +1,8 @@
 //! Any bytes parse, and every question about them is answered without a panic: the file is
 //! the input's first part, the target and agent its last lines.  The one-pass line table
 //! equals the line grammar's reading line by line, and a file read as text equals it read
-//! as bytes; a first answer (found as written) equals the answers from compiled rules.
+//! as bytes; a robot is chosen for in one pass as by delimited groups; a first answer
+//! (found as written) equals the answers from compiled rules.
 #![no_main]
 
 use std::sync::Arc;
@@ -31,6 +32,10 @@ fuzz_target!(|data: &[u8]| {
     for profile in Profile::builtin() {
         let profile = Arc::new(profile);
         let r = robots.reread(Some(Arc::clone(&profile)));
+        if !profile.records_1994 {
+            let [one_pass, by_groups] = r.choices_both_ways(&profile, &agent);
+            assert_eq!(one_pass, by_groups);
+        }
         for t in [target, b"/", b"gemini://h/a", b"gopher://h/1/x"] {
             for _ in 0..2 {
                 // twice: the first answer is found as written, the second from compiled rules

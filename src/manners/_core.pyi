@@ -6,7 +6,7 @@ from typing import final
 from typing_extensions import disjoint_base
 
 from .profiles import Profile as PyProfile
-from .robots import Decision
+from .robots import Decision, Diagnostic, Group, Line
 
 __all__ = [
     "FIELD_SPELLINGS",
@@ -19,6 +19,7 @@ __all__ = [
     "gopher_selectors",
     "head_lines",
     "normalise",
+    "parse",
     "product_token",
     "rate",
     "url_path",
@@ -52,7 +53,7 @@ class Profile:
 
 @disjoint_base
 class RobotsTxt:
-    """A parsed robots.txt: ``manners.RobotsTxt`` is this class with the Python-side extras."""
+    """A parsed robots.txt.  Build it with :func:`manners.parse`."""
 
     def __new__(
         cls,
@@ -65,12 +66,25 @@ class RobotsTxt:
     def profile(self) -> PyProfile | None: ...
     @property
     def sitemaps(self) -> list[str]: ...
+    @property
+    def diagnostics(self) -> list[Diagnostic]: ...
     def allowed(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> bool: ...
     def decide(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> Decision: ...
-    def _field(
-        self, kind: str, agent: str, roles: Iterable[str] | None, profile: Profile | None = None
-    ) -> float | tuple[int, float] | None: ...
-    def _lines(self) -> list[tuple[int, str, str, str]]: ...
+    def crawl_delay(
+        self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
+    ) -> float | None: ...
+    def request_rate(
+        self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
+    ) -> tuple[int, float] | None: ...
+    def check_interval(
+        self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
+    ) -> float | None: ...
+    def lines(self) -> list[Line]: ...
+    def groups(self, profile: str | PyProfile | None = None) -> list[Group]: ...
+    def applies(
+        self, agent: str = "*", roles: Iterable[str] | None = (), profile: str | PyProfile | None = None
+    ) -> tuple[list[tuple[str, list[tuple[int, int]]]], str]: ...
+    def reread(self, profile: str | PyProfile) -> RobotsTxt: ...
     def _table(
         self,
     ) -> tuple[
@@ -84,21 +98,14 @@ class RobotsTxt:
         bool,
         int,
     ]: ...
-    def _groups(
-        self, profile: Profile
-    ) -> list[
-        tuple[
-            tuple[tuple[int, str], ...],
-            tuple[tuple[int, str], ...],
-            frozenset[str],
-            frozenset[str],
-            tuple[int, int],
-        ]
-    ]: ...
-    def _applies(
-        self, agent: str, roles: Iterable[str] | None, profile: Profile
-    ) -> tuple[list[tuple[str, list[tuple[int, int]]]], str]: ...
     def __sizeof__(self) -> int: ...
+
+def parse(
+    data: bytes | bytearray | memoryview | str,
+    profile: str | PyProfile | None = None,
+    max_bytes: int | None = 512_000,
+) -> RobotsTxt:
+    """Parse a robots.txt body.  Never raises on content: anything at all parses."""
 
 def product_token(agent: str) -> str | None: ...
 def agent_token(value: str) -> str: ...

@@ -2,8 +2,8 @@
 
 The engine is manners-core, in Rust (``manners._core``): it reads the file into a line table
 once, and delimits groups, chooses them and compiles their rules the first time a robot
-asks.  This module adds what Python users see: NamedTuples, profiles given by name or URL,
-and the diagnostics.
+asks.  ``RobotsTxt`` and ``parse`` are the engine's own; this module holds the NamedTuples
+they return, how profiles are found by name or URL, and the way to the diagnostics.
 """
 
 from __future__ import annotations
@@ -76,69 +76,33 @@ def core_profile(profile: Profile) -> _core.Profile:
     return found
 
 
-class RobotsTxt(_core.RobotsTxt):
-    """A parsed robots.txt.  Build it with :func:`manners.parse`.
+RobotsTxt = _core.RobotsTxt
+parse = _core.parse
 
-    ``allowed(target, agent="*", roles=())`` and ``decide(...)`` answer in the engine;
-    immutable, so one parsed file may serve many threads.
-    """
 
-    __slots__ = ()
+# What the engine calls back for: profiles by name or URL, and diagnostics.
 
-    # ``profile``: a profile name, or a URL whose scheme picks it, as a target's does; by
-    # default the profile given to parse(), else gemini for a robot with roles, else rfc9309.
 
-    def crawl_delay(
-        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
-    ) -> float | None:
-        """Seconds between requests asked of this robot (the largest that applies)."""
-        return self._field("crawl-delay", agent, roles, self._named(profile))  # type: ignore[return-value]
+def _profile_pair(profile: str | Profile) -> tuple[Profile, _core.Profile]:
+    prof = get_profile(profile)
+    return prof, core_profile(prof)
 
-    def request_rate(
-        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
-    ) -> tuple[int, float] | None:
-        """(requests, seconds) from Request-rate; the slowest when several apply."""
-        return self._field("request-rate", agent, roles, self._named(profile))  # type: ignore[return-value]
 
-    def check_interval(
-        self, agent: str = "*", roles: Iterable[str] = (), *, profile: str | Profile | None = None
-    ) -> float | None:
-        """Seconds between re-checks of a resource, from the Gemini proposal's Check field."""
-        return self._field("check", agent, roles, self._named(profile))  # type: ignore[return-value]
+def _named(profile: str | Profile) -> _core.Profile:
+    """A profile name, or a URL whose scheme picks it, as a target's does."""
+    return core_profile(profile_of(profile))
 
-    @staticmethod
-    def _named(profile: str | Profile | None) -> _core.Profile | None:
-        return None if profile is None else core_profile(profile_of(profile))
 
-    def _chosen(self, profile: str | Profile | None) -> Profile:
-        return get_profile(profile) if profile is not None else self.profile or get_profile("rfc9309")
+def _chosen(robots: RobotsTxt, profile: str | Profile | None) -> _core.Profile:
+    """The profile given, else the one given to parse(), else rfc9309."""
+    chosen = get_profile(profile) if profile is not None else robots.profile or get_profile("rfc9309")
+    return core_profile(chosen)
 
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        """(line, severity, code, message) for everything a reader may trip on."""
-        from .diagnostics import diagnose
 
-        return diagnose(self, self.profile or get_profile("rfc9309"))
+def _diagnostics(robots: RobotsTxt) -> list[Diagnostic]:
+    from .diagnostics import diagnose
 
-    def lines(self) -> list[Line]:
-        """Every key/value line, numbered and classified."""
-        return [Line._make(t) for t in self._lines()]
-
-    def groups(self, profile: str | Profile | None = None) -> list[Group]:
-        """The groups (records, for 1994) as a profile delimits them."""
-        return [Group._make(t) for t in self._groups(core_profile(self._chosen(profile)))]
-
-    def applies(
-        self, agent: str = "*", roles: Iterable[str] = (), profile: str | Profile | None = None
-    ) -> tuple[list[tuple[str, list[tuple[int, int]]]], str]:
-        """Whose rules decide for this robot: (who, [(first line, last line), ...]) in order of
-        choice (all of them count: a target must pass each), and the reason when nobody's do."""
-        return self._applies(agent, roles, core_profile(self._chosen(profile)))
-
-    def reread(self, profile: str | Profile) -> RobotsTxt:
-        """The same file under another profile, sharing what was read."""
-        prof = get_profile(profile)
-        return RobotsTxt(self, prof, core_profile(prof))
+    return diagnose(robots, robots.profile or get_profile("rfc9309"))
 
 
 class _Verdict(RobotsTxt):
@@ -166,32 +130,3 @@ class _Verdict(RobotsTxt):
 def verdict(allowed: bool, reason: str, profile: str | Profile | None = None) -> RobotsTxt:
     """A RobotsTxt that allows (or disallows) everything, saying why in every Decision."""
     return _Verdict(allowed, reason, get_profile(profile) if profile is not None else None)
-
-
-def parse(
-    data: bytes | bytearray | memoryview | str,
-    profile: str | Profile | None = None,
-    max_bytes: int | None = 512_000,
-) -> RobotsTxt:
-    """Parse a robots.txt body.  Never raises on content: anything at all parses.
-
-    ``profile`` fixes how every question is answered; left as None, each target is
-    read under the default for its scheme (gemini://, gopher://, else rfc9309).
-    Only the first ``max_bytes`` are read (None: all).
-    """
-    if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
-        raise ValueError("max_bytes must be a positive number of bytes, or None")
-    if profile is None:
-        return RobotsTxt(data, None, None, max_bytes)
-    # a one-shot caller parses many small files: the profile is looked up once per name
-    found = _PARSE_PROFILES.get(profile) if type(profile) is str else None
-    if found is None:
-        prof = get_profile(profile)
-        found = (prof, core_profile(prof))
-        if type(profile) is str:
-            _PARSE_PROFILES[profile] = found
-    return RobotsTxt(data, found[0], found[1], max_bytes)
-
-
-# profile names as parse() was given them (only names get_profile knows), and what they mean
-_PARSE_PROFILES: dict[str, tuple[Profile, _core.Profile]] = {}

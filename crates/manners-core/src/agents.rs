@@ -4,6 +4,8 @@
 //! often pass a whole User-Agent header (`mybot/1.0 (+http://example.org/bot)`), so the
 //! token is what leads it.
 
+use std::borrow::Cow;
+
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'-' || b == b'_'
 }
@@ -14,16 +16,28 @@ fn is_py_space(c: char) -> bool {
 
 /// The lower-cased product token a caller's name stands for; `*` for the star; None when the
 /// name leads with no valid token (`AB42bot`, ``): such a robot matches no named group.
-pub fn product_token(agent: &str) -> Option<String> {
+pub fn product_token(agent: &str) -> Option<Cow<'_, str>> {
     let name = agent.trim_matches(is_py_space);
     let end = name
         .find(|c: char| c == '/' || c == '(' || c == ';' || c.is_whitespace())
         .unwrap_or(name.len());
     let name = &name[..end];
     if name == "*" {
-        return Some("*".to_string());
+        return Some(Cow::Borrowed("*"));
     }
-    (!name.is_empty() && name.bytes().all(is_token_byte)).then(|| name.to_ascii_lowercase())
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return None;
+    }
+    Some(lower(name))
+}
+
+/// A name in lower case, borrowed when it already is.
+pub(crate) fn lower(name: &str) -> Cow<'_, str> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
 }
 
 /// The token an agent line names: `*`, or its leading `[A-Za-z_-]` run, lower-cased.

@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::agents::{agent_token, name_1994, product_token};
+use crate::agents::{agent_token, lower, name_1994, product_token};
 
 use crate::fields;
 use crate::line::Kind;
@@ -164,6 +164,45 @@ struct PolicyKey {
     profile: Arc<Profile>,
     agent: String,
     roles: Vec<String>,
+}
+
+/// The name a robot is known by in a file: RFC 9309 names it by its product token
+/// ("mybot/1.0 (+http://x)" is mybot); Google's parser compares the name as given (its
+/// callers pass a token).  None: a name no group can name.
+fn token_of<'a>(profile: &Profile, agent: &'a str) -> Option<Cow<'a, str>> {
+    let token = if profile.exact_agent {
+        Some(lower(agent))
+    } else {
+        product_token(agent)
+    };
+    token.filter(|t| !t.is_empty())
+}
+
+/// The policy of these choices; under a profile whose rules before any group bind everyone,
+/// those rules join each choice (or are the only one).
+fn with_preamble(
+    profile: &Profile,
+    preamble: Vec<(Span, (u32, u32))>,
+    mut choices: Vec<Choice>,
+) -> Policy {
+    if profile.preamble == Preamble::Everyone && !preamble.is_empty() {
+        for c in &mut choices {
+            c.spans.splice(0..0, preamble.iter().map(|p| p.0));
+            c.lines.splice(0..0, preamble.iter().map(|p| p.1));
+        }
+        if choices.is_empty() {
+            let (spans, lines) = preamble.into_iter().unzip();
+            choices.push(Choice::new(
+                "rules before any user-agent line",
+                spans,
+                lines,
+            ));
+        }
+    }
+    Policy {
+        choices,
+        reason: "no group applies to this robot: everything is allowed",
+    }
 }
 
 /// The built-in profiles, shared by every file read without one.
@@ -714,6 +753,121 @@ impl RobotsTxt {
     }
 
     fn choose(&self, profile: &Profile, agent: &str, roles: RoleList<'_>) -> Policy {
+        let token = token_of(profile, agent);
+        if roles.is_empty() && !profile.records_1994 {
+            self.choose_by_name(profile, token.as_deref())
+        } else {
+            self.choose_by_groups(profile, token.as_deref(), roles)
+        }
+    }
+
+    /// The choice for a robot without roles, read in one pass over the file, groups
+    /// delimited on the way and none kept: most files are asked by one such robot, once.
+    /// It chooses exactly as `choose_by_groups` does (the tests and the fuzzer check).
+    fn choose_by_name(&self, profile: &Profile, token: Option<&str>) -> Policy {
+        let t = &self.table;
+        let named = token.filter(|t| *t != "*");
+        let is_agent =
+            |k: Kind| k == Kind::UserAgent || (profile.virtual_agents && k == Kind::VirtualAgent);
+        // the groups naming the robot, and those naming '*': (span, lines) of each
+        let mut by_name: Vec<(Span, (u32, u32))> = Vec::new();
+        let mut by_star: Vec<(Span, (u32, u32))> = Vec::new();
+        // the group being read: its first entry and line, whether it names the robot, '*'
+        let mut open: Option<(usize, u32, bool, bool)> = None;
+        let mut close = |group: Option<(usize, u32, bool, bool)>, end: usize, last: u32| {
+            if let Some((from, line, name, star)) = group {
+                if name {
+                    by_name.push(((from, end), (line, last)));
+                }
+                if star {
+                    by_star.push(((from, end), (line, last)));
+                }
+            }
+        };
+        // where the first group starts, and whether a rule comes before it
+        let (mut first, mut first_line, mut rule_before) = (t.len(), 0, false);
+        let mut ended = true;
+        for (i, number, kind, start) in t.kinds(0, t.len()) {
+            if is_agent(kind) {
+                if ended {
+                    match open {
+                        Some(_) => close(open, i, number - 1),
+                        None => (first, first_line) = (i, number),
+                    }
+                    open = Some((i, number, false, false));
+                    ended = false;
+                }
+                if let (Kind::UserAgent, Some(g)) = (kind, open.as_mut()) {
+                    let value = t.value_at(i, start);
+                    g.2 |= named.is_some_and(|n| names_token(value, n.as_bytes()));
+                    g.3 |= names_token(value, b"*");
+                }
+            } else if kind.is_rule() || (profile.fields_end_groups && kind.is_field()) {
+                ended = true;
+                rule_before |= open.is_none();
+            }
+        }
+        close(open, t.len(), t.n_lines);
+        let preamble: Vec<(Span, (u32, u32))> =
+            if profile.preamble != Preamble::Ignored && rule_before {
+                let last = if first < t.len() {
+                    first_line - 1
+                } else {
+                    t.n_lines
+                };
+                vec![((0, first), (1, last))]
+            } else {
+                Vec::new()
+            };
+        let choice = |label: Cow<'static, str>, groups: Vec<(Span, (u32, u32))>| {
+            let (spans, lines) = groups.into_iter().unzip();
+            Choice::new(label, spans, lines)
+        };
+        let mut choices = Vec::new();
+        if let Some(tok) = named.filter(|_| !by_name.is_empty()) {
+            choices.push(choice(format!("user-agent {tok}").into(), by_name));
+        } else {
+            if profile.preamble == Preamble::Star {
+                by_star.splice(0..0, preamble.iter().copied());
+            }
+            if !by_star.is_empty() {
+                choices.push(choice("user-agent *".into(), by_star));
+            }
+        }
+        with_preamble(profile, preamble, choices)
+    }
+
+    /// A robot's choices (label, spans, lines) and reason, made both ways, for the tests and
+    /// the fuzzer to see that they are the same.
+    #[cfg(any(test, fuzzing))]
+    #[allow(clippy::type_complexity)]
+    pub fn choices_both_ways(
+        &self,
+        profile: &Profile,
+        agent: &str,
+    ) -> [(Vec<(String, Vec<Span>, Vec<(u32, u32)>)>, &'static str); 2] {
+        let token = token_of(profile, agent);
+        let shown = |p: Policy| {
+            let choices = p.choices.into_iter();
+            (
+                choices
+                    .map(|c| (c.label.into_owned(), c.spans, c.lines))
+                    .collect(),
+                p.reason,
+            )
+        };
+        [
+            shown(self.choose_by_name(profile, token.as_deref())),
+            shown(self.choose_by_groups(profile, token.as_deref(), &[])),
+        ]
+    }
+
+    fn choose_by_groups(
+        &self,
+        profile: &Profile,
+        token: Option<&str>,
+        roles: RoleList<'_>,
+    ) -> Policy {
         let grouping = self.groups(profile);
         let (groups, first) = (&grouping.groups, grouping.first);
         let t = &self.table;
@@ -736,17 +890,8 @@ impl RobotsTxt {
         } else {
             Vec::new()
         };
-        // RFC 9309 names a robot by its product token: "mybot/1.0 (+http://x)" is mybot.
-        // Google's parser compares the name as given (its callers pass a token).
-        let token: Option<String> = if profile.exact_agent {
-            Some(agent.to_ascii_lowercase())
-        } else {
-            product_token(agent)
-        };
-        let token = token.filter(|t| !t.is_empty());
-
         if profile.records_1994 {
-            if let Some(tok) = token.as_deref().filter(|t| *t != "*") {
+            if let Some(tok) = token.filter(|t| *t != "*") {
                 for g in groups {
                     let names = self.group_names(grouping, g, Kind::UserAgent, true);
                     if names
@@ -798,7 +943,7 @@ impl RobotsTxt {
             (!spans.is_empty()).then(|| Choice::new(label(), spans, lines))
         };
         let mut choices: Vec<Choice> = Vec::new();
-        if let Some(tok) = token.as_deref().filter(|t| *t != "*") {
+        if let Some(tok) = token.filter(|t| *t != "*") {
             choices.extend(choice(
                 &|| format!("user-agent {tok}").into(),
                 &|g| names(g, Kind::UserAgent, tok.as_bytes()),
@@ -852,24 +997,7 @@ impl RobotsTxt {
                 choices.extend(choice(&|| "virtual-agent *".into(), &virtual_star, &[]));
             }
         }
-        if profile.preamble == Preamble::Everyone && !preamble.is_empty() {
-            for c in &mut choices {
-                c.spans.splice(0..0, preamble.iter().map(|p| p.0));
-                c.lines.splice(0..0, preamble.iter().map(|p| p.1));
-            }
-            if choices.is_empty() {
-                let (spans, lines) = preamble.into_iter().unzip();
-                choices.push(Choice::new(
-                    "rules before any user-agent line",
-                    spans,
-                    lines,
-                ));
-            }
-        }
-        Policy {
-            choices,
-            reason: "no group applies to this robot: everything is allowed",
-        }
+        with_preamble(profile, preamble, choices)
     }
 
     /// Heap bytes this object owns, its lazy indexes included.
@@ -974,4 +1102,68 @@ pub fn subjects<'a>(profile: &Profile, target: &'a [u8]) -> Result<Subjects<'a>,
         Target::Google => (google_path(target), None),
         Target::Selector => gopher_selectors(target),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AGENTS: [&str; 7] = ["FooBot", "foobot/2.1 (+http://x)", "*", "", "other", "FOO", "9bot"];
+
+    fn agree(data: &[u8]) {
+        let robots = RobotsTxt::parse(data, None, None);
+        // (1994 records are always chosen by groups)
+        for profile in Profile::builtin().into_iter().filter(|p| !p.records_1994) {
+            for agent in AGENTS {
+                let [one_pass, by_groups] = robots.choices_both_ways(&profile, agent);
+                assert_eq!(
+                    one_pass,
+                    by_groups,
+                    "{} {agent:?} {:?}",
+                    profile.name,
+                    String::from_utf8_lossy(&data[..data.len().min(300)])
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_robot_without_roles_is_chosen_for_in_one_pass_as_by_groups() {
+        let lines: [&[u8]; 12] = [
+            b"User-agent: *\n",
+            b"User-agent: FooBot\n",
+            b"user-agent: foo\n",
+            b"Virtual-agent: indexer\n",
+            b"Disallow: /a\n",
+            b"Allow: /b\n",
+            b"Crawl-delay: 2\n",
+            b"Request-rate: 1/5\n",
+            b"\n",
+            b"# comment\n",
+            b"Sitemap: http://x/s.xml\n",
+            b"User-agent: * FooBot\n",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = (state % 9) as usize;
+            let mut s = state;
+            let data: Vec<u8> = (0..n)
+                .flat_map(|_| {
+                    s = s.rotate_left(7).wrapping_mul(0x2545_f491_4f6c_dd1d);
+                    lines[(s >> 60) as usize % lines.len()].iter().copied()
+                })
+                .collect();
+            agree(&data);
+        }
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/web");
+        if let Ok(dir) = std::fs::read_dir(&corpus) {
+            for e in dir.step_by(5) {
+                agree(&std::fs::read(e.unwrap().path()).unwrap());
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@ use manners_core::{target, Profile, RobotsTxt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyInt, PyList, PySlice, PyString, PyTuple};
 
 /// Inputs at least this long are parsed with the GIL released, so threads parse in parallel.
 const RELEASE_GIL_BYTES: usize = 256;
@@ -100,8 +100,11 @@ impl PyProfile {
     }
 }
 
-/// A parsed robots.txt: `manners.RobotsTxt` is this class with the Python-side extras.
-#[pyclass(subclass, frozen, module = "manners._core", name = "RobotsTxt")]
+/// A parsed robots.txt.  Build it with :func:`manners.parse`.
+///
+/// ``allowed(target, agent="*", roles=())`` and ``decide(...)`` answer in the engine;
+/// immutable, so one parsed file may serve many threads.
+#[pyclass(subclass, frozen, module = "manners", name = "RobotsTxt")]
 struct PyRobots {
     inner: RobotsTxt,
     /// The `manners.Profile` given to parse(), returned as it was given.
@@ -133,7 +136,7 @@ impl PyRobots {
         let t = target_bytes(target)?;
         let agent = agent.name();
         let roles = role_names(roles)?;
-        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+        let roles = as_strs(&roles);
         let answer = if self.heavy() {
             py.detach(|| ask(&self.inner, &t, &agent, &roles))
         } else {
@@ -249,6 +252,10 @@ fn role_names(roles: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     Ok(out)
 }
 
+fn as_strs(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
+}
+
 fn not_a_path(target: &Bound<'_, PyAny>) -> PyErr {
     let shown = target
         .get_item(PySlice::new(target.py(), 0, 80, 1))
@@ -265,29 +272,173 @@ fn decision_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     DECISION.import(py, "manners.robots", "Decision")
 }
 
-fn kind_from(name: &str) -> PyResult<Kind> {
-    Ok(match name {
-        "crawl-delay" => Kind::CrawlDelay,
-        "request-rate" => Kind::RequestRate,
-        "check" => Kind::Check,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "{name:?} is not a field with a number"
-            )))
+/// A body (bytes, str, bytearray or memoryview) read under `core`, with the GIL released
+/// when it is long enough to be worth it.
+fn read(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    core: Option<Arc<Profile>>,
+    max_bytes: Option<usize>,
+) -> PyResult<RobotsTxt> {
+    // text Python holds as UTF-8 is read as text: it needs no check
+    let (text, bytes): (Option<&str>, Cow<'_, [u8]>) = if let Ok(b) = data.downcast::<PyBytes>() {
+        (None, Cow::Borrowed(b.as_bytes()))
+    } else if let Ok(s) = data.downcast::<PyString>() {
+        match s.to_str() {
+            Ok(t) => (Some(t), Cow::Borrowed(t.as_bytes())),
+            Err(_) => (None, str_bytes(s)?),
         }
+    } else if data.is_instance_of::<pyo3::types::PyByteArray>()
+        || data.is_instance_of::<pyo3::types::PyMemoryView>()
+    {
+        let b = py.get_type::<PyBytes>().call1((data,))?;
+        (
+            None,
+            Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec()),
+        )
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "robots.txt must be bytes or str, not {}",
+            type_name(data)
+        )));
+    };
+    let parse = || match text {
+        Some(t) => RobotsTxt::parse_text(t, core, max_bytes),
+        None => RobotsTxt::parse(&bytes, core, max_bytes),
+    };
+    Ok(if bytes.len() >= RELEASE_GIL_BYTES {
+        py.detach(parse)
+    } else {
+        parse()
     })
 }
 
-impl PyRobots {
-    fn field_profile(
-        &self,
-        profile: Option<&Bound<'_, PyProfile>>,
-        has_roles: bool,
-    ) -> Arc<Profile> {
-        match profile {
-            Some(p) => Arc::clone(&p.get().inner),
-            None => Arc::clone(self.inner.fields_profile(has_roles)),
+/// A function of `manners.robots`, where profiles are looked up and the NamedTuples live.
+fn robots_py<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.import(py, "manners.robots", name)
+}
+
+/// A profile (a name or a `manners.Profile`) and the engine's form of it, as a pair.
+fn profile_pair<'py>(py: Python<'py>, profile: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    static PAIR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    robots_py(py, &PAIR, "_profile_pair")?.call1((profile,))
+}
+
+fn unpair(pair: &Bound<'_, PyAny>) -> PyResult<(Py<PyAny>, Arc<Profile>)> {
+    let (prof, core): (Py<PyAny>, Bound<'_, PyProfile>) = pair.extract()?;
+    Ok((prof, Arc::clone(&core.get().inner)))
+}
+
+/// The engine's form of a profile given by name, by URL (its scheme's) or as a Profile.
+fn named(py: Python<'_>, profile: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc<Profile>>> {
+    static NAMED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    match profile.filter(|p| !p.is_none()) {
+        None => Ok(None),
+        Some(p) => {
+            let core = robots_py(py, &NAMED, "_named")?.call1((p,))?;
+            Ok(Some(Arc::clone(&core.downcast::<PyProfile>()?.get().inner)))
         }
+    }
+}
+
+/// `max_bytes`: a positive int, or None for no cap.
+struct MaxBytes(Option<usize>);
+
+impl<'py> FromPyObject<'py> for MaxBytes {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if ob.is_none() {
+            return Ok(MaxBytes(None));
+        }
+        let bad = || PyValueError::new_err("max_bytes must be a positive number of bytes, or None");
+        if !ob.is_exact_instance_of::<PyInt>() {
+            return Err(bad());
+        }
+        match ob.extract::<u64>() {
+            Ok(0) => Err(bad()),
+            Ok(n) => Ok(MaxBytes(Some(usize::try_from(n).unwrap_or(usize::MAX)))),
+            // more than any file: no cap; below zero: no size at all
+            Err(_) if ob.gt(0)? => Ok(MaxBytes(Some(usize::MAX))),
+            Err(_) => Err(bad()),
+        }
+    }
+}
+
+/// Parse a robots.txt body.  Never raises on content: anything at all parses.
+///
+/// ``profile`` fixes how every question is answered; left as None, each target is read
+/// under the default for its scheme (gemini://, gopher://, else rfc9309).  Only the first
+/// ``max_bytes`` are read (None: all).
+#[pyfunction]
+#[pyo3(
+    signature = (data, profile=None, max_bytes=MaxBytes(Some(512_000))),
+    text_signature = "(data, profile=None, max_bytes=512000)"
+)]
+fn parse(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    profile: Option<&Bound<'_, PyAny>>,
+    max_bytes: MaxBytes,
+) -> PyResult<PyRobots> {
+    // a one-shot caller parses many small files: each profile name is looked up once
+    static BY_NAME: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let pair = match profile.filter(|p| !p.is_none()) {
+        None => None,
+        Some(p) if p.is_exact_instance_of::<PyString>() => {
+            let names = BY_NAME
+                .get_or_init(py, || PyDict::new(py).unbind())
+                .bind(py);
+            Some(match names.get_item(p)? {
+                Some(pair) => unpair(&pair)?,
+                None => {
+                    let pair = profile_pair(py, p)?;
+                    names.set_item(p, &pair)?;
+                    unpair(&pair)?
+                }
+            })
+        }
+        Some(p) => Some(unpair(&profile_pair(py, p)?)?),
+    };
+    let (profile, core) = pair.unzip();
+    Ok(PyRobots::made(read(py, data, core, max_bytes.0)?, profile))
+}
+
+impl PyRobots {
+    fn made(inner: RobotsTxt, profile: Option<Py<PyAny>>) -> PyRobots {
+        PyRobots {
+            inner,
+            profile,
+            answered: Default::default(),
+        }
+    }
+
+    /// The profile questions without one are answered under: the one given to parse(),
+    /// else rfc9309; or the one `profile` names.
+    fn chosen<'py>(
+        slf: &Bound<'py, Self>,
+        profile: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyProfile>> {
+        static CHOSEN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let chosen = robots_py(slf.py(), &CHOSEN, "_chosen")?.call1((slf, profile))?;
+        Ok(chosen.downcast_into::<PyProfile>()?)
+    }
+
+    /// A field question's roles, and the profile it is answered under.
+    fn field_question(
+        &self,
+        py: Python<'_>,
+        roles: Option<&Bound<'_, PyAny>>,
+        profile: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<String>, Arc<Profile>)> {
+        let roles = role_names(roles)?;
+        let profile = match named(py, profile)? {
+            Some(p) => p,
+            None => Arc::clone(self.inner.fields_profile(!roles.is_empty())),
+        };
+        Ok((roles, profile))
     }
 }
 
@@ -304,50 +455,11 @@ impl PyRobots {
     ) -> PyResult<Self> {
         let core = core.map(|c| Arc::clone(&c.get().inner));
         let profile = profile.filter(|p| !p.is_none(py));
-        if let Ok(other) = data.downcast::<PyRobots>() {
-            return Ok(PyRobots {
-                inner: other.get().inner.reread(core),
-                profile,
-                answered: Default::default(),
-            });
-        }
-        // text Python holds as UTF-8 is read as text: it needs no check
-        let (text, bytes): (Option<&str>, Cow<'_, [u8]>) = if let Ok(b) = data.downcast::<PyBytes>()
-        {
-            (None, Cow::Borrowed(b.as_bytes()))
-        } else if let Ok(s) = data.downcast::<PyString>() {
-            match s.to_str() {
-                Ok(t) => (Some(t), Cow::Borrowed(t.as_bytes())),
-                Err(_) => (None, str_bytes(s)?),
-            }
-        } else if data.is_instance_of::<pyo3::types::PyByteArray>()
-            || data.is_instance_of::<pyo3::types::PyMemoryView>()
-        {
-            let b = py.get_type::<PyBytes>().call1((data,))?;
-            (
-                None,
-                Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec()),
-            )
-        } else {
-            return Err(PyTypeError::new_err(format!(
-                "robots.txt must be bytes or str, not {}",
-                type_name(data)
-            )));
+        let inner = match data.downcast::<PyRobots>() {
+            Ok(other) => other.get().inner.reread(core),
+            Err(_) => read(py, data, core, max_bytes)?,
         };
-        let parse = || match text {
-            Some(t) => RobotsTxt::parse_text(t, core, max_bytes),
-            None => RobotsTxt::parse(&bytes, core, max_bytes),
-        };
-        let inner = if bytes.len() >= RELEASE_GIL_BYTES {
-            py.detach(parse)
-        } else {
-            parse()
-        };
-        Ok(PyRobots {
-            inner,
-            profile,
-            answered: Default::default(),
-        })
+        Ok(PyRobots::made(inner, profile))
     }
 
     /// The profile given to parse(); None means: chosen by each target's scheme.
@@ -392,38 +504,61 @@ impl PyRobots {
         decision_class(py)?.call1((d.allowed, d.line, rule, d.reason, d.profile))
     }
 
-    /// Values of the fields with a number that apply to this robot, as the engine reads them.
-    #[pyo3(signature = (kind, agent, roles, profile=None))]
-    fn _field(
+    /// Seconds between requests asked of this robot (the largest that applies).
+    ///
+    /// ``profile``: a profile name, or a URL whose scheme picks it, as a target's does; by
+    /// default the profile given to parse(), else gemini for a robot with roles, else rfc9309.
+    #[pyo3(
+        signature = (agent=Agent(None), roles=None, *, profile=None),
+        text_signature = "(self, /, agent='*', roles=(), *, profile=None)"
+    )]
+    fn crawl_delay(
         &self,
         py: Python<'_>,
-        kind: &str,
-        agent: &Bound<'_, PyAny>,
+        agent: Agent<'_>,
         roles: Option<&Bound<'_, PyAny>>,
-        profile: Option<&Bound<'_, PyProfile>>,
-    ) -> PyResult<Py<PyAny>> {
-        let agent = agent_str(agent)?;
-        let roles = role_names(roles)?;
-        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let profile = self.field_profile(profile, !roles.is_empty());
-        let kind = kind_from(kind)?;
-        Ok(match kind {
-            Kind::RequestRate => self
-                .inner
-                .request_rate(&agent, &roles, &profile)
-                .into_pyobject(py)?
-                .unbind(),
-            Kind::Check => self
-                .inner
-                .check_interval(&agent, &roles, &profile)
-                .into_pyobject(py)?
-                .unbind(),
-            _ => self
-                .inner
-                .crawl_delay(&agent, &roles, &profile)
-                .into_pyobject(py)?
-                .unbind(),
-        })
+        profile: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<f64>> {
+        let (roles, profile) = self.field_question(py, roles, profile)?;
+        Ok(self
+            .inner
+            .crawl_delay(&agent.name(), &as_strs(&roles), &profile))
+    }
+
+    /// (requests, seconds) from Request-rate; the slowest when several apply.
+    #[pyo3(
+        signature = (agent=Agent(None), roles=None, *, profile=None),
+        text_signature = "(self, /, agent='*', roles=(), *, profile=None)"
+    )]
+    fn request_rate(
+        &self,
+        py: Python<'_>,
+        agent: Agent<'_>,
+        roles: Option<&Bound<'_, PyAny>>,
+        profile: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<(u64, f64)>> {
+        let (roles, profile) = self.field_question(py, roles, profile)?;
+        Ok(self
+            .inner
+            .request_rate(&agent.name(), &as_strs(&roles), &profile))
+    }
+
+    /// Seconds between re-checks of a resource, from the Gemini proposal's Check field.
+    #[pyo3(
+        signature = (agent=Agent(None), roles=None, *, profile=None),
+        text_signature = "(self, /, agent='*', roles=(), *, profile=None)"
+    )]
+    fn check_interval(
+        &self,
+        py: Python<'_>,
+        agent: Agent<'_>,
+        roles: Option<&Bound<'_, PyAny>>,
+        profile: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<f64>> {
+        let (roles, profile) = self.field_question(py, roles, profile)?;
+        Ok(self
+            .inner
+            .check_interval(&agent.name(), &as_strs(&roles), &profile))
     }
 
     /// Sitemap URLs from anywhere in the file, in order, without repeats.
@@ -432,15 +567,30 @@ impl PyRobots {
         PyList::new(py, self.inner.sitemaps().into_iter().map(|s| text(py, s)))
     }
 
-    /// Every key/value line: (number, kind, key, value).
-    fn _lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// Every key/value line, numbered and classified.
+    fn lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        static LINE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let line = robots_py(py, &LINE, "Line")?;
         let t = self.inner.table();
         let rows = (0..t.len())
             .map(|i| t.line(i))
             .filter(|l| l.kind != Kind::Unparsable)
-            .map(|l| (l.number, l.kind.name(), text(py, l.key), text(py, l.value)))
-            .collect::<Vec<_>>();
+            .map(|l| line.call1((l.number, l.kind.name(), text(py, l.key), text(py, l.value))))
+            .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, rows)
+    }
+
+    /// (line, severity, code, message) for everything a reader may trip on.
+    #[getter]
+    fn diagnostics<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        static DIAGNOSE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        robots_py(slf.py(), &DIAGNOSE, "_diagnostics")?.call1((slf,))
+    }
+
+    /// The same file under another profile, sharing what was read.
+    fn reread(&self, py: Python<'_>, profile: &Bound<'_, PyAny>) -> PyResult<PyRobots> {
+        let (profile, core) = unpair(&profile_pair(py, profile)?)?;
+        Ok(PyRobots::made(self.inner.reread(Some(core)), Some(profile)))
     }
 
     /// What diagnostics read: every kept line with its missing colon, and what preparing did.
@@ -472,15 +622,20 @@ impl PyRobots {
             .into_pyobject(py)
     }
 
-    /// The groups as a profile delimits them: (agents, virtual, names, virtual names, lines).
-    fn _groups<'py>(
-        &self,
-        py: Python<'py>,
-        profile: &Bound<'py, PyProfile>,
+    /// The groups (records, for 1994) as a profile delimits them.
+    #[pyo3(signature = (profile=None))]
+    fn groups<'py>(
+        slf: &Bound<'py, Self>,
+        profile: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let t = self.inner.table();
-        let core = &profile.get().inner;
-        let grouping = self.inner.groups(core);
+        static GROUP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let py = slf.py();
+        let group = robots_py(py, &GROUP, "Group")?;
+        let core = PyRobots::chosen(slf, profile)?;
+        let core = &core.get().inner;
+        let robots = &slf.get().inner;
+        let t = robots.table();
+        let grouping = robots.groups(core);
         let mut out = Vec::with_capacity(grouping.groups.len());
         for g in &grouping.groups {
             let lines_of = |kind: Kind| -> PyResult<Bound<'py, PyTuple>> {
@@ -494,38 +649,43 @@ impl PyRobots {
                 )
             };
             let set = |kind: Kind| -> PyResult<Bound<'py, PyFrozenSet>> {
-                let names = self.inner.group_names(grouping, g, kind, core.records_1994);
+                let names = robots.group_names(grouping, g, kind, core.records_1994);
                 PyFrozenSet::new(py, names.iter().map(|n| text(py, n)))
             };
-            out.push((
+            out.push(group.call1((
                 lines_of(Kind::UserAgent)?,
                 lines_of(Kind::VirtualAgent)?,
                 set(Kind::UserAgent)?,
                 set(Kind::VirtualAgent)?,
                 g.lines,
-            ));
+            ))?);
         }
         PyList::new(py, out)
     }
 
-    /// Whose rules decide for this robot: [(who, [(first, last), ...])], and the reason when nobody's do.
-    #[pyo3(signature = (agent, roles, profile))]
-    fn _applies<'py>(
-        &self,
-        py: Python<'py>,
-        agent: &Bound<'py, PyAny>,
+    /// Whose rules decide for this robot: (who, [(first line, last line), ...]) in order of
+    /// choice (all of them count: a target must pass each), and the reason when nobody's do.
+    #[pyo3(
+        signature = (agent=Agent(None), roles=None, profile=None),
+        text_signature = "(self, /, agent='*', roles=(), profile=None)"
+    )]
+    fn applies<'py>(
+        slf: &Bound<'py, Self>,
+        agent: Agent<'py>,
         roles: Option<&Bound<'py, PyAny>>,
-        profile: &Bound<'py, PyProfile>,
+        profile: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyList>, &'static str)> {
-        let agent = agent_str(agent)?;
+        let core = PyRobots::chosen(slf, profile)?;
         let roles = role_names(roles)?;
-        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
-        let policy = self.inner.policy(&profile.get().inner, &agent, &roles);
+        let policy = slf
+            .get()
+            .inner
+            .policy(&core.get().inner, &agent.name(), &as_strs(&roles));
         let rows = policy
             .choices
             .iter()
             .map(|c| (c.label.to_string(), c.lines.clone()));
-        Ok((PyList::new(py, rows)?, policy.reason))
+        Ok((PyList::new(slf.py(), rows)?, policy.reason))
     }
 
     fn __sizeof__(&self) -> usize {
@@ -548,7 +708,7 @@ impl PyRobots {
 /// name leads with no valid token.
 #[pyfunction]
 fn product_token(agent: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-    Ok(manners_core::agents::product_token(&agent_str(agent)?))
+    Ok(manners_core::agents::product_token(&agent_str(agent)?).map(Cow::into_owned))
 }
 
 /// The token a file's agent line names: "*", or its leading [A-Za-z_-] run, lower-cased.
@@ -623,6 +783,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .map(|(k, _)| std::str::from_utf8(k).unwrap_or_default())
         .collect();
     m.add("FIELD_SPELLINGS", PyFrozenSet::new(m.py(), spellings)?)?;
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(product_token, m)?)?;
     m.add_function(wrap_pyfunction!(agent_token, m)?)?;
     m.add_function(wrap_pyfunction!(url_path, m)?)?;
