@@ -422,7 +422,7 @@ impl Scratch {
 }
 
 /// Scratch buffers grown past this (by a large file) are let go rather than kept.
-const SCRATCH_KEPT: usize = 1 << 20;
+const SCRATCH_KEPT: usize = 256 << 10;
 
 thread_local! {
     static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
