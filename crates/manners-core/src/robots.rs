@@ -1108,7 +1108,15 @@ pub fn subjects<'a>(profile: &Profile, target: &'a [u8]) -> Result<Subjects<'a>,
 mod tests {
     use super::*;
 
-    const AGENTS: [&str; 7] = ["FooBot", "foobot/2.1 (+http://x)", "*", "", "other", "FOO", "9bot"];
+    const AGENTS: [&str; 7] = [
+        "FooBot",
+        "foobot/2.1 (+http://x)",
+        "*",
+        "",
+        "other",
+        "FOO",
+        "9bot",
+    ];
 
     fn agree(data: &[u8]) {
         let robots = RobotsTxt::parse(data, None, None);

@@ -298,21 +298,51 @@ impl<'a> Stops<'a> {
 
     /// The first '#' or line end at or after `from`: where a value ends.
     fn value_end(&self, from: usize) -> usize {
-        self.skip(from, b':')
-    }
-
-    /// The first line end at or after `from`; the text's length when there is none.
-    fn eol(&self, from: usize) -> usize {
-        self.skip(from, b'#')
-    }
-
-    /// The first stop at or after `from` that is not ':' nor `also`.
-    fn skip(&self, from: usize, also: u8) -> usize {
         let mut at = self.next(from);
-        while at < self.text.len() && (self.text[at] == b':' || self.text[at] == also) {
+        while self.text.get(at) == Some(&b':') {
             at = self.next(at + 1);
         }
         at
+    }
+}
+
+/// The stops in order, each given once: the line reader only moves forward.
+struct Walk<'s, 'a> {
+    stops: &'s Stops<'a>,
+    /// The mask being read, and its stops not given yet.
+    w: usize,
+    bits: u64,
+}
+
+impl<'s, 'a> Walk<'s, 'a> {
+    fn new(stops: &'s Stops<'a>) -> Walk<'s, 'a> {
+        let bits = stops.masks.first().copied().unwrap_or(0);
+        Walk { stops, w: 0, bits }
+    }
+
+    /// The next stop; the text's length when there are no more.
+    #[inline]
+    fn pop(&mut self) -> usize {
+        while self.bits == 0 {
+            match self.stops.masks.get(self.w + 1) {
+                Some(&m) => (self.w, self.bits) = (self.w + 1, m),
+                None => return self.stops.text.len(),
+            }
+        }
+        let at = self.w * 64 + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        at
+    }
+
+    /// The next stop that is not ':' nor `also`.
+    fn pop_past(&mut self, also: u8) -> usize {
+        loop {
+            let at = self.pop();
+            match self.stops.text.get(at) {
+                Some(&b) if b == b':' || b == also => continue,
+                _ => return at,
+            }
+        }
     }
 }
 
@@ -538,6 +568,7 @@ impl Table {
         let n = text.len();
         let (mut stack, mut heap) = ([0u64; STACK_MASKS], Vec::new());
         let stops = Stops::new(text, &mut stack, &mut heap);
+        let mut walk = Walk::new(&stops);
         let mut pos = 0;
         let mut number: u32 = 0;
         loop {
@@ -546,21 +577,23 @@ impl Table {
             while k < n && matches!(text[k], b' ' | b'\t' | 0x0b | 0x0c) {
                 k += 1;
             }
-            // the first ':', '#' or line end after the line's leading white space
-            let first = stops.next(k);
+            // the first ':', '#' or line end after the line's leading white space (which
+            // holds none: the walk is there)
+            let first = walk.pop();
             let at = text.get(first).copied();
             let (end, split) = match at {
                 Some(b':') if first > k => {
                     // `key: value`: the value runs to a '#' or the line end
-                    let stop = stops.value_end(first + 1);
+                    let stop = walk.pop_past(b':');
                     let end = if text.get(stop) == Some(&b'#') {
-                        stops.eol(stop + 1)
+                        walk.pop_past(b'#')
                     } else {
                         stop
                     };
                     (end, Some(stop))
                 }
-                _ => (stops.eol(first), None),
+                Some(b':' | b'#') => (walk.pop_past(b'#'), None),
+                _ => (first, None),
             };
             let mut line = &text[pos..end];
             let long = line.len() > MAX_LINE_BYTES;
@@ -594,6 +627,9 @@ impl Table {
                 return number;
             }
             pos = end + eol_length(text, end);
+            if pos > end + 1 {
+                walk.pop(); // the LF of a CRLF
+            }
         }
     }
 
