@@ -16,7 +16,7 @@ use crate::line::Kind;
 use crate::profile::{scheme_of, Preamble, Profile, Roles, Scheme, Target};
 use crate::repr::py_repr;
 use crate::rule::{pattern_matches, Precedence, Rule, Rules};
-use crate::table::Table;
+use crate::table::{Table, SINCE_FIELD, SINCE_RULE};
 use crate::target::{
     google_escape, google_path, gopher_selectors, is_plain, normalise, url_path, NotAPath, Subjects,
 };
@@ -761,14 +761,19 @@ impl RobotsTxt {
         }
     }
 
-    /// The choice for a robot without roles, read in one pass over the file, groups
-    /// delimited on the way and none kept: most files are asked by one such robot, once.
+    /// The choice for a robot without roles, read from the file's agent lines alone (groups
+    /// delimited on the way, none kept): most files are asked by one such robot, once.
     /// It chooses exactly as `choose_by_groups` does (the tests and the fuzzer check).
     fn choose_by_name(&self, profile: &Profile, token: Option<&str>) -> Policy {
         let t = &self.table;
         let named = token.filter(|t| *t != "*");
-        let is_agent =
-            |k: Kind| k == Kind::UserAgent || (profile.virtual_agents && k == Kind::VirtualAgent);
+        // what ends a run of agent lines: a rule, and under some profiles a field
+        let ends = SINCE_RULE
+            | if profile.fields_end_groups {
+                SINCE_FIELD
+            } else {
+                0
+            };
         // the groups naming the robot, and those naming '*': (span, lines) of each
         let mut by_name: Vec<(Span, (u32, u32))> = Vec::new();
         let mut by_star: Vec<(Span, (u32, u32))> = Vec::new();
@@ -786,28 +791,37 @@ impl RobotsTxt {
         };
         // where the first group starts, and whether a rule comes before it
         let (mut first, mut first_line, mut rule_before) = (t.len(), 0, false);
-        let mut ended = true;
-        for (i, number, kind, start) in t.kinds(0, t.len()) {
-            if is_agent(kind) {
-                if ended {
-                    match open {
-                        Some(_) => close(open, i, number - 1),
-                        None => (first, first_line) = (i, number),
-                    }
+        let (agent_lines, tail) = t.agent_lines();
+        // rules and fields since the last agent line that counts
+        let mut since = 0;
+        for a in agent_lines {
+            since |= a.since;
+            if a.kind == Kind::VirtualAgent && !profile.virtual_agents {
+                continue; // not an agent line under this profile: neither starts nor ends a group
+            }
+            let (i, number) = (a.entry as usize, a.number);
+            match open {
+                None => {
+                    (first, first_line, rule_before) = (i, number, since & ends != 0);
                     open = Some((i, number, false, false));
-                    ended = false;
                 }
-                if let (Kind::UserAgent, Some(g)) = (kind, open.as_mut()) {
-                    let value = t.value_at(i, start);
-                    g.2 |= named.is_some_and(|n| names_token(value, n.as_bytes()));
-                    g.3 |= names_token(value, b"*");
+                Some(_) if since & ends != 0 => {
+                    close(open, i, number - 1);
+                    open = Some((i, number, false, false));
                 }
-            } else if kind.is_rule() || (profile.fields_end_groups && kind.is_field()) {
-                ended = true;
-                rule_before |= open.is_none();
+                Some(_) => {}
+            }
+            since = 0;
+            if let (Kind::UserAgent, Some(g)) = (a.kind, open.as_mut()) {
+                let value = t.value_at(i, a.start);
+                g.2 |= named.is_some_and(|n| names_token(value, n.as_bytes()));
+                g.3 |= names_token(value, b"*");
             }
         }
         close(open, t.len(), t.n_lines);
+        if open.is_none() {
+            rule_before = (since | tail) & ends != 0;
+        }
         let preamble: Vec<(Span, (u32, u32))> =
             if profile.preamble != Preamble::Ignored && rule_before {
                 let last = if first < t.len() {

@@ -20,6 +20,8 @@ const UNPARSABLE_KEPT: usize = 240;
 /// How much of the start of a file is looked at to tell a binary file or an HTML page.
 const HEAD_CHARS: usize = 4096;
 
+/// The meta byte's bits: the kind (low four), the key's spelling, a missing colon.
+const KIND_MASK: u8 = 0x0f;
 const SPELLING_SHIFT: u8 = 4;
 const STORED: u8 = 3; // the key is stored before the value, with a ':' between
 const MISSING_COLON: u8 = 1 << 6;
@@ -51,6 +53,24 @@ impl Record {
     }
 }
 
+/// An agent line: where it is, and what came between it and the agent line before.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgentLine {
+    pub entry: u32,
+    pub number: u32,
+    /// Its offset in the arena, to read its value at once.
+    pub start: u32,
+    pub kind: Kind,
+    /// Rules and fields (`SINCE_RULE`, `SINCE_FIELD`) since the agent line before (or the
+    /// file's start).
+    pub since: u8,
+}
+
+/// An Allow or Disallow line came.
+pub const SINCE_RULE: u8 = 1;
+/// A Crawl-delay, Request-rate or Check line came.
+pub const SINCE_FIELD: u8 = 2;
+
 /// One kept line.
 #[derive(Clone, Copy, Debug)]
 pub struct LineRef<'a> {
@@ -78,6 +98,10 @@ pub struct Table {
     /// For each entry, the first blank line before the next entry (0: none); only for
     /// entries followed by one, as (entry, line).
     blanks: Vec<(u32, u32)>,
+    /// Every agent line (User-agent or Virtual-agent): groups are chosen from these alone.
+    agent_lines: Vec<AgentLine>,
+    /// The rules and fields (`SINCE_*`) after the last agent line, or in the whole file.
+    since: u8,
     /// Lines holding control characters or bytes that are not UTF-8.
     pub control_lines: Vec<u32>,
     /// Lines cut at MAX_LINE_BYTES.
@@ -433,6 +457,7 @@ struct Scratch {
     records: Vec<Record>,
     marks: Vec<(u32, u32, u32)>,
     blanks: Vec<(u32, u32)>,
+    agent_lines: Vec<AgentLine>,
 }
 
 impl Scratch {
@@ -441,6 +466,7 @@ impl Scratch {
         std::mem::swap(&mut self.records, &mut t.records);
         std::mem::swap(&mut self.marks, &mut t.marks);
         std::mem::swap(&mut self.blanks, &mut t.blanks);
+        std::mem::swap(&mut self.agent_lines, &mut t.agent_lines);
     }
 
     fn clear(&mut self) {
@@ -448,6 +474,7 @@ impl Scratch {
         self.records.clear();
         self.marks.clear();
         self.blanks.clear();
+        self.agent_lines.clear();
     }
 }
 
@@ -554,6 +581,7 @@ impl Table {
         t.records = scratch.records.to_vec();
         t.marks = scratch.marks.to_vec();
         t.blanks = scratch.blanks.to_vec();
+        t.agent_lines = scratch.agent_lines.to_vec();
         if scratch.arena.capacity() <= SCRATCH_KEPT {
             scratch.clear();
             SCRATCH.with(|s| s.set(scratch));
@@ -676,6 +704,21 @@ impl Table {
     /// Keep a line with a key and a value: the key only when spelled an unusual way.
     fn keep(&mut self, number: u32, key: &[u8], value: &[u8], missing_colon: bool) {
         let (kind, spelling) = spelled(key).unwrap_or_else(|| (classify(key), STORED));
+        match kind {
+            Kind::UserAgent | Kind::VirtualAgent => {
+                self.agent_lines.push(AgentLine {
+                    entry: self.records.len() as u32,
+                    number,
+                    start: self.arena.len() as u32,
+                    kind,
+                    since: self.since,
+                });
+                self.since = 0;
+            }
+            Kind::Allow | Kind::Disallow => self.since |= SINCE_RULE,
+            Kind::CrawlDelay | Kind::RequestRate | Kind::Check => self.since |= SINCE_FIELD,
+            _ => {}
+        }
         let meta =
             kind as u8 | spelling << SPELLING_SHIFT | if missing_colon { MISSING_COLON } else { 0 };
         if spelling == STORED {
@@ -710,7 +753,7 @@ impl Table {
     }
 
     pub fn kind(&self, i: usize) -> Kind {
-        Kind::ALL[(self.records[i].meta() & 0x0f) as usize]
+        Kind::ALL[(self.records[i].meta() & KIND_MASK) as usize]
     }
 
     /// Line number and arena offset of entry `i`: from the mark before it, at most MARK steps.
@@ -821,8 +864,14 @@ impl Table {
     }
 
     /// Heap bytes the table owns.
+    /// Every agent line, and the rules and fields after the last (`SINCE_*`).
+    pub fn agent_lines(&self) -> (&[AgentLine], u8) {
+        (&self.agent_lines, self.since)
+    }
+
     pub fn heap_size(&self) -> usize {
-        self.arena.capacity()
+        self.agent_lines.capacity() * std::mem::size_of::<AgentLine>()
+            + self.arena.capacity()
             + self.records.capacity() * std::mem::size_of::<Record>()
             + self.marks.capacity() * 12
             + self.blanks.capacity() * 8
