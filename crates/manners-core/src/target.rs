@@ -88,7 +88,14 @@ pub fn url_path(target: &[u8]) -> Result<Cow<'_, [u8]>, NotAPath> {
 /// `*` or `$` is encoded, so that only a pattern's own `%2A` and `%24` can match it; in a
 /// pattern `*` is the wildcard and only a final `$` is the anchor.
 pub fn normalise(s: &[u8], pattern: bool) -> Cow<'_, [u8]> {
-    if s.iter().all(|&b| is_plain(b)) {
+    // most values are written as they are spelled: plain, with a pattern's '*' and final '$'
+    let as_is = if pattern {
+        let body = s.strip_suffix(b"$").unwrap_or(s);
+        body.iter().all(|&b| is_plain(b) || b == b'*')
+    } else {
+        s.iter().all(|&b| is_plain(b))
+    };
+    if as_is {
         return Cow::Borrowed(s);
     }
     let mut out = Vec::with_capacity(s.len() + 8);
@@ -275,6 +282,10 @@ mod tests {
         assert_eq!(s(normalise(b"/a%7e%2f*$", false)), "/a~%2F%2A%24");
         assert_eq!(s(normalise(b"/a*$", true)), "/a*$");
         assert_eq!(s(normalise(b"/a$b", true)), "/a%24b");
+        assert_eq!(s(normalise(b"/*a*?q=1$", true)), "/*a*?q=1$");
+        assert_eq!(s(normalise(b"/a$*", true)), "/a%24*");
+        assert_eq!(s(normalise(b"$$", true)), "%24$");
+        assert_eq!(s(normalise(b"$", true)), "$");
         assert_eq!(s(normalise("/ü%".as_bytes(), true)), "/%C3%BC%25");
         assert_eq!(s(google_escape("/ü%2f".as_bytes())), "/%C3%BC%2F");
     }
