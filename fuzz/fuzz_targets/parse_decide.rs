@@ -1,8 +1,8 @@
 //! Any bytes parse, and every question about them is answered without a panic: the file is
 //! the input's first part, the target and agent its last lines.  The one-pass line table
 //! equals the line grammar's reading line by line, and a file read as text equals it read
-//! as bytes; a robot is chosen for in one pass as by delimited groups; a first answer
-//! (found as written) equals the answers from compiled rules.
+//! as bytes; a robot is chosen for from the agent lines as from delimited groups; a first
+//! answer (found as written) equals the answers from compiled rules.
 #![no_main]
 
 use std::sync::Arc;

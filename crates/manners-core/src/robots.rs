@@ -1150,7 +1150,7 @@ mod tests {
     }
 
     #[test]
-    fn a_robot_without_roles_is_chosen_for_in_one_pass_as_by_groups() {
+    fn a_robot_without_roles_is_chosen_for_from_agent_lines_as_by_groups() {
         let lines: [&[u8]; 12] = [
             b"User-agent: *\n",
             b"User-agent: FooBot\n",

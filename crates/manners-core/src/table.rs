@@ -538,7 +538,9 @@ impl Table {
                 text = end.map_or(&text[..0], |e| &text[..=e]);
             }
         }
-        // (a cut at a line end, an ASCII byte, leaves UTF-8 whole)
+        // Text stays UTF-8 when a whole mark is skipped and when it is cut at a line end (an
+        // ASCII byte), not when only the start of a character that begins like a mark is.
+        let utf8 = utf8 && (bom == 0 || bom == 3);
         t.invalid_utf8 = !utf8 && std::str::from_utf8(text).is_err();
         // Most files are valid UTF-8 without control characters: then no line needs a look.
         let clean = !t.invalid_utf8 && !any_control(text);
@@ -863,12 +865,12 @@ impl Table {
         }
     }
 
-    /// Heap bytes the table owns.
     /// Every agent line, and the rules and fields after the last (`SINCE_*`).
     pub fn agent_lines(&self) -> (&[AgentLine], u8) {
         (&self.agent_lines, self.since)
     }
 
+    /// Heap bytes the table owns.
     pub fn heap_size(&self) -> usize {
         self.agent_lines.capacity() * std::mem::size_of::<AgentLine>()
             + self.arena.capacity()
@@ -969,6 +971,9 @@ mod tests {
             same(&data, None);
             same(&data, Some(1 + round % 30));
         }
+        // a character that begins as the byte order mark does: skipping its first byte
+        // leaves the rest no longer UTF-8, text or not
+        same("\u{f6ff}User-agent: *\nDisallow: /a\n".as_bytes(), None);
         let long = [
             b"Disallow: /".as_slice(),
             &[b'a'; MAX_LINE_BYTES],

@@ -1,7 +1,9 @@
 //! `manners._core`: the thin Python binding of manners-core.
 //!
 //! Conversions only: Python strings and bytes in, NamedTuples out.  What a file means is
-//! decided in manners-core; what the public API looks like is in `manners/robots.py`.
+//! decided in manners-core.  `RobotsTxt` and `parse` are the public API's own; the
+//! NamedTuples they return, profiles found by name or URL, and the diagnostics are Python,
+//! in `manners/robots.py`, which this calls back.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
