@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -114,6 +115,38 @@ struct PyRobots {
     answered: AtomicBool,
 }
 
+thread_local! {
+    /// Files whose objects this thread freed while it held the GIL, freed in turn the next
+    /// time it lets the GIL go: no thread waits for the GIL while another frees memory.
+    static FREED: RefCell<Vec<RobotsTxt>> = const { RefCell::new(Vec::new()) };
+}
+
+/// At most this many files wait to be freed, each holding at most FREED_BYTES; any other
+/// is freed at once (its parse cost far more).
+const FREED_KEPT: usize = 16;
+const FREED_BYTES: usize = 64 << 10;
+
+impl Drop for PyRobots {
+    fn drop(&mut self) {
+        let inner = self.inner.take();
+        if inner.heap_size() > FREED_BYTES {
+            return;
+        }
+        FREED.with(|freed| match freed.try_borrow_mut() {
+            Ok(mut freed) if freed.len() < FREED_KEPT => freed.push(inner),
+            _ => drop(inner),
+        });
+    }
+}
+
+/// `work` with the GIL released, freeing on the way the files this thread let go of.
+fn without_gil<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> T {
+    py.detach(|| {
+        FREED.with(|freed| freed.try_borrow_mut().map(|mut f| f.clear()).ok());
+        work()
+    })
+}
+
 impl PyRobots {
     /// Whether this question is worth releasing the GIL for: a first one always is.
     fn heavy(&self) -> bool {
@@ -138,7 +171,7 @@ impl PyRobots {
         let roles = role_names(roles)?;
         let roles = as_strs(&roles);
         let answer = if self.heavy() {
-            py.detach(|| ask(&self.inner, &t, &agent, &roles))
+            without_gil(py, || ask(&self.inner, &t, &agent, &roles))
         } else {
             ask(&self.inner, &t, &agent, &roles)
         };
@@ -305,7 +338,7 @@ fn read(
         Some(t) => RobotsTxt::parse_text(t, core, max_bytes),
         None => RobotsTxt::parse(&bytes, core, max_bytes),
     };
-    Ok(py.detach(parse))
+    Ok(without_gil(py, parse))
 }
 
 /// A function of `manners.robots`, where profiles are looked up and the NamedTuples live.
