@@ -193,3 +193,29 @@ def test_a_sqlite_read_does_not_wait_for_another_process_writing(tmp_path: Path)
     got, took = asyncio.run(read_while_locked())
     assert got == e
     assert took < 0.5
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from manners.cache.sqlite import SQLiteStore
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+SQLiteStore(Path(sys.argv[1]))
+"""
+
+
+def test_workers_opening_a_new_sqlite_cache_at_once_all_open_it(tmp_path: Path) -> None:
+    """Workers starting together each set up the same new file; SQLite tells all but one
+    "locked" at once, without waiting, and none may fail for it."""
+    for round_ in range(10):
+        path = tmp_path / f"c{round_}.sqlite3"
+        start = str(time.time() + 0.5)  # after every interpreter has started
+        workers = [
+            subprocess.Popen([sys.executable, "-c", OPEN_AT_ONCE, str(path), start], stderr=subprocess.PIPE)
+            for _ in range(4)
+        ]
+        for w in workers:
+            _, err = w.communicate(timeout=30)
+            assert w.returncode == 0, err.decode(errors="replace")[-500:]

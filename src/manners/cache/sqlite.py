@@ -113,19 +113,31 @@ class SQLiteStore:
 def connect(path: Path, busy_timeout: float, schema: str) -> sqlite3.Connection:
     """Open (or create) ``path`` in WAL mode with ``schema``, for ``begin_immediate`` transactions.
 
+    Workers starting together may set up a new file at the same moment; SQLite then answers
+    "locked" at once, without waiting, so the set-up is tried again for up to ``busy_timeout``.
     OSError or sqlite3.Error when the file cannot be used.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
-        db.executescript(schema)
-        db.execute("PRAGMA busy_timeout=0")  # from here on, waits are the caller's (begin_immediate)
-    except BaseException:
-        db.close()
-        raise
-    return db
+    give_up = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe when a process dies
+            db.executescript(schema)
+            db.execute("PRAGMA busy_timeout=0")  # from here on, waits are the caller's (begin_immediate)
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or time.monotonic() > give_up:
+                raise
+        except BaseException:
+            db.close()
+            raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def begin_immediate(
