@@ -15,6 +15,8 @@ pub mod robots;
 pub mod rule;
 pub mod table;
 pub mod target;
+#[cfg(test)]
+mod testing;
 
 pub use line::Kind;
 pub use profile::Profile;

@@ -1129,6 +1129,7 @@ pub fn subjects<'a>(profile: &Profile, target: &'a [u8]) -> Result<Subjects<'a>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{generated, web_corpus};
 
     const AGENTS: [&str; 7] = [
         "FooBot",
@@ -1173,27 +1174,11 @@ mod tests {
             b"Sitemap: http://x/s.xml\n",
             b"User-agent: * FooBot\n",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..3_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let n = (state % 9) as usize;
-            let mut s = state;
-            let data: Vec<u8> = (0..n)
-                .flat_map(|_| {
-                    s = s.rotate_left(7).wrapping_mul(0x2545_f491_4f6c_dd1d);
-                    lines[(s >> 60) as usize % lines.len()].iter().copied()
-                })
-                .collect();
+        for data in generated(0x9e37_79b9_7f4a_7c15, 3_000, 9, &lines) {
             agree(&data);
         }
-        let corpus =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/web");
-        if let Ok(dir) = std::fs::read_dir(&corpus) {
-            for e in dir.step_by(5) {
-                agree(&std::fs::read(e.unwrap().path()).unwrap());
-            }
+        for data in web_corpus(5) {
+            agree(&data);
         }
     }
 }

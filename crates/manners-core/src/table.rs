@@ -55,21 +55,21 @@ impl Record {
 
 /// An agent line: where it is, and what came between it and the agent line before.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AgentLine {
-    pub entry: u32,
-    pub number: u32,
+pub(crate) struct AgentLine {
+    pub(crate) entry: u32,
+    pub(crate) number: u32,
     /// Its offset in the arena, to read its value at once.
-    pub start: u32,
-    pub kind: Kind,
+    pub(crate) start: u32,
+    pub(crate) kind: Kind,
     /// Rules and fields (`SINCE_RULE`, `SINCE_FIELD`) since the agent line before (or the
     /// file's start).
-    pub since: u8,
+    pub(crate) since: u8,
 }
 
 /// An Allow or Disallow line came.
-pub const SINCE_RULE: u8 = 1;
+pub(crate) const SINCE_RULE: u8 = 1;
 /// A Crawl-delay, Request-rate or Check line came.
-pub const SINCE_FIELD: u8 = 2;
+pub(crate) const SINCE_FIELD: u8 = 2;
 
 /// One kept line.
 #[derive(Clone, Copy, Debug)]
@@ -866,7 +866,7 @@ impl Table {
     }
 
     /// Every agent line, and the rules and fields after the last (`SINCE_*`).
-    pub fn agent_lines(&self) -> (&[AgentLine], u8) {
+    pub(crate) fn agent_lines(&self) -> (&[AgentLine], u8) {
         (&self.agent_lines, self.since)
     }
 
@@ -897,6 +897,7 @@ pub fn head_lines(data: &[u8], n: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{generated, web_corpus};
 
     #[test]
     fn lines_numbers_and_spellings() {
@@ -954,20 +955,8 @@ mod tests {
     #[test]
     fn the_one_pass_reader_reads_as_the_line_grammar_does() {
         // every byte the grammar turns on, in short lines, from a fixed generator
-        let alphabet = b"ab:# \t\r\n\x0b\x0c/*$\x01";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        for round in 0..20_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let len = (state % 40) as usize;
-            let mut s = state;
-            let data: Vec<u8> = (0..len)
-                .map(|_| {
-                    s = s.rotate_left(5).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                    alphabet[(s >> 59) as usize % alphabet.len()]
-                })
-                .collect();
+        let alphabet: Vec<&[u8]> = b"ab:# \t\r\n\x0b\x0c/*$\x01".chunks(1).collect();
+        for (round, data) in generated(0x2545_f491_4f6c_dd1d, 20_000, 40, &alphabet).enumerate() {
             same(&data, None);
             same(&data, Some(1 + round % 30));
         }
@@ -981,14 +970,9 @@ mod tests {
         ]
         .concat();
         same(&long, None);
-        let corpus =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/web");
-        if let Ok(dir) = std::fs::read_dir(&corpus) {
-            for e in dir.step_by(3) {
-                let data = std::fs::read(e.unwrap().path()).unwrap();
-                same(&data, None);
-                same(&data, Some(512_000));
-            }
+        for data in web_corpus(3) {
+            same(&data, None);
+            same(&data, Some(512_000));
         }
     }
 }
