@@ -121,15 +121,16 @@ thread_local! {
     static FREED: RefCell<Vec<RobotsTxt>> = const { RefCell::new(Vec::new()) };
 }
 
-/// At most this many files wait to be freed, each holding at most FREED_BYTES; any other
-/// is freed at once (its parse cost far more).
+/// At most this many files wait to be freed, each with a line table of at most FREED_BYTES
+/// (what a file holds grows with it, and its size is read without a walk or a lock); any
+/// other is freed at once (its parse cost far more).
 const FREED_KEPT: usize = 16;
 const FREED_BYTES: usize = 64 << 10;
 
 impl Drop for PyRobots {
     fn drop(&mut self) {
         let inner = self.inner.take();
-        if inner.heap_size() > FREED_BYTES {
+        if inner.table().heap_size() > FREED_BYTES {
             return;
         }
         FREED.with(|freed| match freed.try_borrow_mut() {
