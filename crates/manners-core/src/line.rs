@@ -112,7 +112,8 @@ fn starts_with_ci(key: &[u8], prefix: &[u8]) -> bool {
 pub fn classify(key: &[u8]) -> Kind {
     let any = |keys: &[&[u8]]| keys.iter().any(|p| starts_with_ci(key, p));
     // by first letter, in the order Google tests the prefixes
-    let kind = match key.first().map(u8::to_ascii_lowercase) {
+    let first = key.first().map(u8::to_ascii_lowercase);
+    let kind = match first {
         Some(b'u') if any(&USER_AGENT_KEYS) => Kind::UserAgent,
         Some(b'a') if starts_with_ci(key, b"allow") => Kind::Allow,
         Some(b'd') if any(&DISALLOW_KEYS) => Kind::Disallow,
@@ -120,7 +121,8 @@ pub fn classify(key: &[u8]) -> Kind {
         Some(b'v') if starts_with_ci(key, b"virtual-agent") => Kind::VirtualAgent,
         _ => Kind::Unknown,
     };
-    if kind != Kind::Unknown {
+    // the other keys begin with 'c' or 'r': most unknown keys need no look at them
+    if kind != Kind::Unknown || !matches!(first, Some(b'c' | b'r')) {
         return kind;
     }
     OTHER_KEYS
@@ -162,11 +164,11 @@ pub fn split_line(line: &[u8]) -> Option<Split<'_>> {
         .unwrap_or(line.len());
     let rest = &line[start..];
     // "key: value": the key runs to the first colon, if no '#' comes first.
-    if let Some(colon) = crate::table::find2(rest, b':', b'#') {
+    if let Some(colon) = crate::table::find(rest, [b':', b'#']) {
         if rest[colon] == b':' {
             let key = trim(&rest[..colon]);
             let after = &rest[colon + 1..];
-            let end = crate::table::find2(after, b'#', b'#').unwrap_or(after.len());
+            let end = crate::table::find(after, [b'#']).unwrap_or(after.len());
             return (!key.is_empty()).then(|| Split {
                 key,
                 value: trim(&after[..end]),
@@ -180,11 +182,17 @@ pub fn split_line(line: &[u8]) -> Option<Split<'_>> {
 /// "key value": exactly two words, then only white space or a comment (`rest` starts at
 /// the first word; a colon in either word makes it no such line).
 pub(crate) fn two_words(rest: &[u8]) -> Option<Split<'_>> {
-    let word = |s: &[u8]| {
-        s.iter()
-            .position(|&b| matches!(b, b' ' | b'\t' | b':' | b'#'))
-            .unwrap_or(s.len())
-    };
+    two_words_ending(rest, [b' ', b'\t', b':', b'#'])
+}
+
+/// The same for the part of a line before its first ':' or '#', when what follows is a
+/// comment or the line's end: the words there end only at white space.
+pub(crate) fn two_words_before_stop(head: &[u8]) -> Option<Split<'_>> {
+    two_words_ending(head, [b' ', b'\t'])
+}
+
+fn two_words_ending<const N: usize>(rest: &[u8], ends: [u8; N]) -> Option<Split<'_>> {
+    let word = |s: &[u8]| crate::table::find(s, ends).unwrap_or(s.len());
     let w1 = word(rest);
     if w1 == 0 {
         return None;
@@ -261,5 +269,9 @@ mod tests {
         assert_eq!(classify(b"crawl-delays"), Kind::Unknown);
         assert_eq!(classify(b"Virtual-agent"), Kind::VirtualAgent);
         assert_eq!(classify("\u{212a}ey".as_bytes()), Kind::Unknown);
+        // classify looks at the other keys only for a key beginning with 'c' or 'r'
+        for (key, kind) in OTHER_KEYS {
+            assert_eq!(classify(&key.to_ascii_uppercase()), kind);
+        }
     }
 }

@@ -180,7 +180,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let last_start = hay.len() - needle.len();
     let mut i = 0;
     while i <= last_start {
-        match crate::table::find2(&hay[i..=last_start], first, first) {
+        match crate::table::find(&hay[i..=last_start], [first]) {
             None => return None,
             Some(k) => {
                 i += k;

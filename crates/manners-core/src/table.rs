@@ -11,7 +11,7 @@
 
 use std::cell::Cell;
 
-use crate::line::{classify, split_line, trim, two_words, Kind};
+use crate::line::{classify, split_line, trim, two_words_before_stop, Kind};
 
 /// Google's line buffer is 2083 * 8 bytes including the terminating NUL.
 pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
@@ -184,22 +184,24 @@ const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
-/// Where the first byte equal to `a` or `b` is, eight bytes at a time.
-pub(crate) fn find2(s: &[u8], a: u8, b: u8) -> Option<usize> {
-    let (ma, mb) = (LO * a as u64, LO * b as u64);
+/// Where the first byte of `set` is, eight bytes at a time.
+pub(crate) fn find<const N: usize>(s: &[u8], set: [u8; N]) -> Option<usize> {
     let mut i = 0;
     while i + 8 <= s.len() {
         let mut word = [0u8; 8];
         word.copy_from_slice(&s[i..i + 8]);
         let v = u64::from_le_bytes(word);
-        let (x, y) = (v ^ ma, v ^ mb);
-        let hit = (x.wrapping_sub(LO) & !x | y.wrapping_sub(LO) & !y) & HI;
+        // a zero byte of v ^ c, or a false one above a true one: the lowest hit is true
+        let hit = set.iter().fold(0, |hit, &c| {
+            let x = v ^ (LO * c as u64);
+            hit | x.wrapping_sub(LO) & !x
+        }) & HI;
         if hit != 0 {
             return Some(i + (hit.trailing_zeros() / 8) as usize);
         }
         i += 8;
     }
-    s[i..].iter().position(|&c| c == a || c == b).map(|k| i + k)
+    s[i..].iter().position(|c| set.contains(c)).map(|k| i + k)
 }
 
 /// The file read as lines: each without its line end (LF, CRLF or a lone CR).
@@ -223,7 +225,7 @@ impl<'a> Iterator for Lines<'a> {
         if self.done {
             return None;
         }
-        match find2(self.rest, b'\n', b'\r') {
+        match find(self.rest, [b'\n', b'\r']) {
             Some(i) => {
                 let line = &self.rest[..i];
                 self.rest = &self.rest[i + eol_length(self.rest, i)..];
@@ -251,13 +253,13 @@ fn zero_bytes(y: u64) -> u64 {
     !((y & LOW7).wrapping_add(LOW7) | y) & HI
 }
 
-/// Bit i set where byte i of a block (at most 64 bytes) is one the line reader stops at:
-/// ':', '#', LF or CR.  Eight bytes at a time, each word's hits gathered into one byte.
-#[inline]
-fn stop_mask(block: &[u8]) -> u64 {
-    let mut m = 0u64;
-    let mut words = block.chunks_exact(8);
-    for (k, w) in words.by_ref().enumerate() {
+/// Bit i set where byte i of a block is one the line reader stops at: ':', '#', LF or CR.
+/// Eight bytes at a time; the hits are gathered into one word with byte and bit swapped,
+/// then transposed back, with no multiply per word.
+#[inline(always)]
+fn stop_mask(block: &[u8; 64]) -> u64 {
+    let mut t = 0u64;
+    for (k, w) in block.chunks_exact(8).enumerate() {
         let mut b = [0u8; 8];
         b.copy_from_slice(w);
         let x = u64::from_le_bytes(b);
@@ -265,13 +267,34 @@ fn stop_mask(block: &[u8]) -> u64 {
             | zero_bytes(x ^ (LO * b'#' as u64))
             | zero_bytes(x ^ (LO * b'\n' as u64))
             | zero_bytes(x ^ (LO * b'\r' as u64));
-        m |= ((hits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (k * 8);
+        // byte j of word k: bit 8j + k
+        t |= (hits >> 7) << k;
     }
-    let done = block.len() - words.remainder().len();
-    for (i, &b) in words.remainder().iter().enumerate() {
-        m |= u64::from(matches!(b, b':' | b'#' | b'\n' | b'\r')) << (done + i);
-    }
-    m
+    transpose8(t)
+}
+
+/// The stop masks of `text`, 64 bytes each; the last block padded with bytes that are no stop.
+fn stop_masks(text: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    let blocks = text.chunks_exact(64);
+    let rest = blocks.remainder();
+    let last = (!rest.is_empty()).then(|| {
+        let mut padded = [0u8; 64];
+        padded[..rest.len()].copy_from_slice(rest);
+        stop_mask(&padded)
+    });
+    blocks
+        .map(|b| stop_mask(b.try_into().unwrap_or(&[0; 64])))
+        .chain(last)
+}
+
+/// The 8x8 bit matrix in a word transposed: bit 8j + k goes to bit 8k + j.
+fn transpose8(mut x: u64) -> u64 {
+    let y = (x ^ (x >> 7)) & 0x00aa_00aa_00aa_00aa;
+    x ^= y ^ (y << 7);
+    let y = (x ^ (x >> 14)) & 0x0000_cccc_0000_cccc;
+    x ^= y ^ (y << 14);
+    let y = (x ^ (x >> 28)) & 0x0000_0000_f0f0_f0f0;
+    x ^ y ^ (y << 28)
 }
 
 /// Where the next ':', '#' or line end is, from bit masks made first, 64 bytes at a time:
@@ -287,7 +310,7 @@ const STACK_MASKS: usize = 64;
 impl<'a> Stops<'a> {
     /// The stops of `text`, its masks written to `stack` when they fit, else to `heap`.
     fn new(text: &'a [u8], stack: &'a mut [u64; STACK_MASKS], heap: &'a mut Vec<u64>) -> Stops<'a> {
-        let blocks = text.chunks(64).map(stop_mask);
+        let blocks = stop_masks(text);
         let masks: &[u64] = if text.len() <= STACK_MASKS * 64 {
             let n = blocks
                 .zip(stack.iter_mut())
@@ -478,7 +501,7 @@ impl Scratch {
     }
 }
 
-/// Scratch buffers grown past this (by a large file) are let go rather than kept.
+/// Files up to this size are read into scratch buffers; a thread keeps them between files.
 const SCRATCH_KEPT: usize = 256 << 10;
 
 thread_local! {
@@ -562,15 +585,23 @@ impl Table {
             let (odd, chars) = count_odd(text, HEAD_CHARS);
             t.binary = head().contains(&0) || odd > 4.max(chars / 20);
         }
-        let may_be_html = text[..text.len().min(HEAD_CHARS * 4)].contains(&b'<');
+        // the head is the first HEAD_CHARS bytes unless they hold a character that is not
+        // ASCII: a '<' is looked for there first, and further only when it may be longer
+        let near = &text[..text.len().min(HEAD_CHARS)];
+        let may_be_html = near.contains(&b'<')
+            || (text.len() > HEAD_CHARS && !near.is_ascii() && head().contains(&b'<'));
         t.html = !t.binary && may_be_html && looks_like_html(head());
 
-        // Read into this thread's scratch buffers, then kept at their exact size: one
-        // allocation each, where growing and shrinking the file's own would take several.
-        let mut scratch = SCRATCH.with(Cell::take);
-        scratch.arena.reserve(text.len());
-        scratch.records.reserve(text.len() / 32 + 4);
-        scratch.swap(&mut t);
+        // A file up to SCRATCH_KEPT is read into this thread's scratch buffers, then kept at
+        // its exact size: one allocation each, where growing and shrinking its own would take
+        // several.  A larger one is read into its own buffers, made large enough and then
+        // shrunk in place: its pages are touched once, not twice, and no thread keeps them.
+        let big = text.len() > SCRATCH_KEPT;
+        if !big {
+            SCRATCH.with(Cell::take).swap(&mut t);
+        }
+        t.arena.reserve(text.len());
+        t.records.reserve(text.len() / 32 + 4);
         let number = lines(&mut t, text, clean);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
@@ -578,13 +609,20 @@ impl Table {
         // A final line end does not start another line; an empty file still has one.
         let ends_with_eol = text.last().is_some_and(|&b| b == b'\n' || b == b'\r');
         t.n_lines = if ends_with_eol { number - 1 } else { number }.max(1);
-        scratch.swap(&mut t);
-        t.arena = scratch.arena.to_vec();
-        t.records = scratch.records.to_vec();
-        t.marks = scratch.marks.to_vec();
-        t.blanks = scratch.blanks.to_vec();
-        t.agent_lines = scratch.agent_lines.to_vec();
-        if scratch.arena.capacity() <= SCRATCH_KEPT {
+        if big {
+            t.arena.shrink_to_fit();
+            t.records.shrink_to_fit();
+            t.marks.shrink_to_fit();
+            t.blanks.shrink_to_fit();
+            t.agent_lines.shrink_to_fit();
+        } else {
+            let mut scratch = Scratch::default();
+            scratch.swap(&mut t);
+            t.arena = scratch.arena.to_vec();
+            t.records = scratch.records.to_vec();
+            t.marks = scratch.marks.to_vec();
+            t.blanks = scratch.blanks.to_vec();
+            t.agent_lines = scratch.agent_lines.to_vec();
             scratch.clear();
             SCRATCH.with(|s| s.set(scratch));
         }
@@ -648,7 +686,9 @@ impl Table {
                 } else {
                     first
                 };
-                match two_words(&text[k..end]) {
+                // what comes before the first stop holds no ':' nor '#'; a ':' first is no key
+                let words = (at != Some(b':')).then(|| two_words_before_stop(&text[k..first]));
+                match words.flatten() {
                     Some(s) => self.keep(number, s.key, s.value, true),
                     None => self.unparsable(trim(&text[k..hash]), number),
                 }
@@ -676,7 +716,7 @@ impl Table {
         match split_line(line) {
             Some(s) => self.keep(number, s.key, s.value, s.missing_colon),
             None => {
-                let uncommented = trim(&line[..find2(line, b'#', b'#').unwrap_or(line.len())]);
+                let uncommented = trim(&line[..find(line, [b'#']).unwrap_or(line.len())]);
                 if !uncommented.is_empty() {
                     self.unparsable(uncommented, number);
                 } else if trim(line).is_empty() {
@@ -705,7 +745,13 @@ impl Table {
 
     /// Keep a line with a key and a value: the key only when spelled an unusual way.
     fn keep(&mut self, number: u32, key: &[u8], value: &[u8], missing_colon: bool) {
-        let (kind, spelling) = spelled(key).unwrap_or_else(|| (classify(key), STORED));
+        let (kind, spelling) = match key.first().map(|&b| b | 0x20) {
+            // every field's key begins with one of these letters
+            Some(b'a' | b'c' | b'd' | b'r' | b's' | b'u' | b'v') => {
+                spelled(key).unwrap_or_else(|| (classify(key), STORED))
+            }
+            _ => (Kind::Unknown, STORED),
+        };
         match kind {
             Kind::UserAgent | Kind::VirtualAgent => {
                 self.agent_lines.push(AgentLine {
@@ -970,6 +1016,13 @@ mod tests {
         ]
         .concat();
         same(&long, None);
+        // a file larger than the scratch buffers is read into its own
+        let big: Vec<u8> = (0..SCRATCH_KEPT / 16)
+            .flat_map(|i| format!("Disallow: /{i:04x}#\n").into_bytes())
+            .chain(b"User-agent: a\n\nx y\r\n<p>".iter().copied())
+            .collect();
+        assert!(big.len() > SCRATCH_KEPT);
+        same(&big, None);
         for data in web_corpus(3) {
             same(&data, None);
             same(&data, Some(512_000));

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::table::find2;
+use crate::table::find;
 
 /// RFC 3986's unreserved and reserved characters without the pattern operators `*` and `$`
 /// and the escape `%`: they mean themselves under every profile.
@@ -70,14 +70,14 @@ pub fn url_path(target: &[u8]) -> Result<Cow<'_, [u8]>, NotAPath> {
             .unwrap_or(rest.len());
         let rest = &rest[host..];
         return Ok(with_slash(
-            &rest[..find2(rest, b'#', b'#').unwrap_or(rest.len())],
+            &rest[..find(rest, [b'#']).unwrap_or(rest.len())],
         ));
     }
     if target.first() != Some(&b'/') {
         return Err(NotAPath);
     }
     Ok(Cow::Borrowed(
-        &target[..find2(target, b'#', b'#').unwrap_or(target.len())],
+        &target[..find(target, [b'#']).unwrap_or(target.len())],
     ))
 }
 
