@@ -100,24 +100,18 @@ fn agent_token_is_star(value: &[u8]) -> bool {
 pub struct Choice {
     /// Whose rules these are, for reasons: `user-agent googlebot`.
     pub label: Cow<'static, str>,
-    pub spans: Vec<Span>,
-    /// The first and last line of each span.
-    pub lines: Vec<(u32, u32)>,
+    /// Each span, with its first and last line.
+    pub groups: Vec<(Span, (u32, u32))>,
     rules: OnceLock<Rules>,
     /// Asked before: worth compiling.
     asked: AtomicBool,
 }
 
 impl Choice {
-    fn new(
-        label: impl Into<Cow<'static, str>>,
-        spans: Vec<Span>,
-        lines: Vec<(u32, u32)>,
-    ) -> Choice {
+    fn new(label: impl Into<Cow<'static, str>>, groups: Vec<(Span, (u32, u32))>) -> Choice {
         Choice {
             label: label.into(),
-            spans,
-            lines,
+            groups,
             rules: OnceLock::new(),
             asked: AtomicBool::new(false),
         }
@@ -187,16 +181,10 @@ fn with_preamble(
 ) -> Policy {
     if profile.preamble == Preamble::Everyone && !preamble.is_empty() {
         for c in &mut choices {
-            c.spans.splice(0..0, preamble.iter().map(|p| p.0));
-            c.lines.splice(0..0, preamble.iter().map(|p| p.1));
+            c.groups.splice(0..0, preamble.iter().copied());
         }
         if choices.is_empty() {
-            let (spans, lines) = preamble.into_iter().unzip();
-            choices.push(Choice::new(
-                "rules before any user-agent line",
-                spans,
-                lines,
-            ));
+            choices.push(Choice::new("rules before any user-agent line", preamble));
         }
     }
     Policy {
@@ -442,7 +430,7 @@ impl RobotsTxt {
                 best = Some((key, hit));
             }
         };
-        for &(from, to) in &choice.spans {
+        for &((from, to), _) in &choice.groups {
             for (i, _, kind, value) in t.entries(from, to) {
                 if !kind.is_rule() || (kind == Kind::Allow && !profile.allow) {
                     continue;
@@ -488,7 +476,7 @@ impl RobotsTxt {
         choice.rules.get_or_init(|| {
             let t = &self.table;
             let mut rules = Vec::new();
-            for &(from, to) in &choice.spans {
+            for &((from, to), _) in &choice.groups {
                 for (i, _, kind, value) in t.entries(from, to) {
                     if !kind.is_rule() || (kind == Kind::Allow && !profile.allow) {
                         continue;
@@ -515,7 +503,11 @@ impl RobotsTxt {
         policy
             .choices
             .iter()
-            .flat_map(|c| c.spans.iter().flat_map(|&(from, to)| t.entries(from, to)))
+            .flat_map(|c| {
+                c.groups
+                    .iter()
+                    .flat_map(|&((from, to), _)| t.entries(from, to))
+            })
             .filter(|e| e.2 == kind)
             .map(|e| e.3)
             .collect()
@@ -841,19 +833,16 @@ impl RobotsTxt {
             } else {
                 Vec::new()
             };
-        let choice = |label: Cow<'static, str>, groups: Vec<(Span, (u32, u32))>| {
-            let (spans, lines) = groups.into_iter().unzip();
-            Choice::new(label, spans, lines)
-        };
-        let mut choices = Vec::new();
+        // one choice at most: the groups naming the robot, or else those naming '*'
+        let mut choices = Vec::with_capacity(1);
         if let Some(tok) = named.filter(|_| !by_name.is_empty()) {
-            choices.push(choice(format!("user-agent {tok}").into(), by_name));
+            choices.push(Choice::new(format!("user-agent {tok}"), by_name));
         } else {
             if profile.preamble == Preamble::Star {
                 by_star.splice(0..0, preamble.iter().copied());
             }
             if !by_star.is_empty() {
-                choices.push(choice("user-agent *".into(), by_star));
+                choices.push(Choice::new("user-agent *", by_star));
             }
         }
         with_preamble(profile, preamble, choices)
@@ -873,7 +862,10 @@ impl RobotsTxt {
             let choices = p.choices.into_iter();
             (
                 choices
-                    .map(|c| (c.label.into_owned(), c.spans, c.lines))
+                    .map(|c| {
+                        let (spans, lines) = c.groups.into_iter().unzip();
+                        (c.label.into_owned(), spans, lines)
+                    })
                     .collect(),
                 p.reason,
             )
@@ -928,8 +920,7 @@ impl RobotsTxt {
                         return Policy {
                             choices: vec![Choice::new(
                                 format!("the record for {name}"),
-                                vec![g.span],
-                                vec![g.lines],
+                                vec![(g.span, g.lines)],
                             )],
                             reason: "",
                         };
@@ -942,7 +933,7 @@ impl RobotsTxt {
                     .any(|n| n == b"*")
             }) {
                 return Policy {
-                    choices: vec![Choice::new("the record for *", vec![g.span], vec![g.lines])],
+                    choices: vec![Choice::new("the record for *", vec![(g.span, g.lines)])],
                     reason: "",
                 };
             }
@@ -957,12 +948,12 @@ impl RobotsTxt {
                       test: &dyn Fn(&Group) -> bool,
                       before: &[(Span, (u32, u32))]|
          -> Option<Choice> {
-            let (spans, lines): (Vec<Span>, Vec<(u32, u32)>) = before
+            let chosen: Vec<(Span, (u32, u32))> = before
                 .iter()
                 .copied()
                 .chain(groups.iter().filter(|g| test(g)).map(|g| (g.span, g.lines)))
-                .unzip();
-            (!spans.is_empty()).then(|| Choice::new(label(), spans, lines))
+                .collect();
+            (!chosen.is_empty()).then(|| Choice::new(label(), chosen))
         };
         let mut choices: Vec<Choice> = Vec::new();
         if let Some(tok) = token.filter(|t| *t != "*") {
@@ -1045,8 +1036,7 @@ impl RobotsTxt {
                                 Cow::Owned(s) => s.capacity(),
                                 Cow::Borrowed(_) => 0,
                             }
-                            + c.spans.capacity() * 16
-                            + c.lines.capacity() * 8
+                            + c.groups.capacity() * std::mem::size_of::<(Span, (u32, u32))>()
                             + c.rules.get().map_or(0, Rules::heap_size)
                     })
                     .sum::<usize>()

@@ -304,23 +304,11 @@ struct Stops<'a> {
     masks: &'a [u64],
 }
 
-/// Masks of a file up to this many bytes live on the stack: most files are small.
-const STACK_MASKS: usize = 64;
-
 impl<'a> Stops<'a> {
-    /// The stops of `text`, its masks written to `stack` when they fit, else to `heap`.
-    fn new(text: &'a [u8], stack: &'a mut [u64; STACK_MASKS], heap: &'a mut Vec<u64>) -> Stops<'a> {
-        let blocks = stop_masks(text);
-        let masks: &[u64] = if text.len() <= STACK_MASKS * 64 {
-            let n = blocks
-                .zip(stack.iter_mut())
-                .map(|(m, slot)| *slot = m)
-                .count();
-            &stack[..n]
-        } else {
-            heap.extend(blocks);
-            heap
-        };
+    /// The stops of `text`, its masks written to `masks` (a buffer kept between files).
+    fn new(text: &'a [u8], masks: &'a mut Vec<u64>) -> Stops<'a> {
+        masks.clear();
+        masks.extend(stop_masks(text));
         Stops { text, masks }
     }
 
@@ -481,6 +469,8 @@ struct Scratch {
     marks: Vec<(u32, u32, u32)>,
     blanks: Vec<(u32, u32)>,
     agent_lines: Vec<AgentLine>,
+    /// The stop masks of the file being read (not part of a table).
+    masks: Vec<u64>,
 }
 
 impl Scratch {
@@ -498,6 +488,7 @@ impl Scratch {
         self.marks.clear();
         self.blanks.clear();
         self.agent_lines.clear();
+        self.masks.clear();
     }
 }
 
@@ -524,7 +515,7 @@ impl Table {
     /// reader must equal: the tests and the fuzzer check that it does.
     #[cfg(any(test, fuzzing))]
     pub fn by_line(data: &[u8], max_bytes: Option<usize>) -> Table {
-        Table::read(data, max_bytes, false, |t, text, clean| {
+        Table::read(data, max_bytes, false, |t, text, clean, _| {
             let mut number = 0;
             for mut line in Lines::new(text) {
                 number += 1;
@@ -547,7 +538,7 @@ impl Table {
         data: &[u8],
         max_bytes: Option<usize>,
         utf8: bool,
-        lines: impl FnOnce(&mut Table, &[u8], bool) -> u32,
+        lines: impl FnOnce(&mut Table, &[u8], bool, &mut Vec<u64>) -> u32,
     ) -> Table {
         let mut t = Table::default();
         let bom = bom_length(data);
@@ -597,12 +588,15 @@ impl Table {
         // several.  A larger one is read into its own buffers, made large enough and then
         // shrunk in place: its pages are touched once, not twice, and no thread keeps them.
         let big = text.len() > SCRATCH_KEPT;
-        if !big {
-            SCRATCH.with(Cell::take).swap(&mut t);
-        }
+        let mut scratch = if big {
+            Scratch::default()
+        } else {
+            SCRATCH.with(Cell::take)
+        };
+        scratch.swap(&mut t);
         t.arena.reserve(text.len());
         t.records.reserve(text.len() / 32 + 4);
-        let number = lines(&mut t, text, clean);
+        let number = lines(&mut t, text, clean, &mut scratch.masks);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
         }
@@ -616,7 +610,6 @@ impl Table {
             t.blanks.shrink_to_fit();
             t.agent_lines.shrink_to_fit();
         } else {
-            let mut scratch = Scratch::default();
             scratch.swap(&mut t);
             t.arena = scratch.arena.to_vec();
             t.records = scratch.records.to_vec();
@@ -632,10 +625,9 @@ impl Table {
     /// Every line, in one pass: a `key: value` line is read between the stops around its
     /// colon; any other line (a comment, a blank, two words without a colon, a long line)
     /// goes to `read_line`.  Returns the number of the last line.
-    fn read_lines(&mut self, text: &[u8], clean: bool) -> u32 {
+    fn read_lines(&mut self, text: &[u8], clean: bool, masks: &mut Vec<u64>) -> u32 {
         let n = text.len();
-        let (mut stack, mut heap) = ([0u64; STACK_MASKS], Vec::new());
-        let stops = Stops::new(text, &mut stack, &mut heap);
+        let stops = Stops::new(text, masks);
         let mut walk = Walk::new(&stops);
         let mut pos = 0;
         let mut number: u32 = 0;

@@ -17,7 +17,7 @@ use manners_core::{target, Profile, RobotsTxt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyInt, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString, PyTuple};
 
 /// Every file is parsed, and first answered (groups chosen, rules read), with the GIL
 /// released: threads parse in parallel, and even a small file's work outweighs giving the
@@ -374,6 +374,39 @@ fn named(py: Python<'_>, profile: Option<&Bound<'_, PyAny>>) -> PyResult<Option<
     }
 }
 
+/// A profile's name, the profile, and the engine's form of it.
+type Named = (Py<PyString>, Py<PyAny>, Arc<Profile>);
+
+thread_local! {
+    /// Profiles given by name, as this thread looked them up: a one-shot caller parses many
+    /// small files under one name, written once in its code, so found here by identity.
+    static BY_NAME: RefCell<Vec<Named>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A profile given by name, and the engine's form of it.
+fn by_name(py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<(Py<PyAny>, Arc<Profile>)> {
+    let known = BY_NAME.with(|names| {
+        let names = names.borrow();
+        let found = names.iter().find(|(n, ..)| n.is(name)).or_else(|| {
+            names.iter().find(
+                |(n, ..)| matches!((n.bind(py).to_str(), name.to_str()), (Ok(a), Ok(b)) if a == b),
+            )
+        });
+        found.map(|(_, prof, core)| (prof.clone_ref(py), Arc::clone(core)))
+    });
+    if let Some(known) = known {
+        return Ok(known);
+    }
+    let (prof, core) = unpair(&profile_pair(py, name)?)?;
+    BY_NAME.with(|names| {
+        let mut names = names.borrow_mut();
+        if names.len() < 16 {
+            names.push((name.clone().unbind(), prof.clone_ref(py), Arc::clone(&core)));
+        }
+    });
+    Ok((prof, core))
+}
+
 /// `max_bytes`: a positive int, or None for no cap.
 struct MaxBytes(Option<usize>);
 
@@ -412,24 +445,12 @@ fn parse(
     profile: Option<&Bound<'_, PyAny>>,
     max_bytes: MaxBytes,
 ) -> PyResult<PyRobots> {
-    // a one-shot caller parses many small files: each profile name is looked up once
-    static BY_NAME: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
     let pair = match profile.filter(|p| !p.is_none()) {
         None => None,
-        Some(p) if p.is_exact_instance_of::<PyString>() => {
-            let names = BY_NAME
-                .get_or_init(py, || PyDict::new(py).unbind())
-                .bind(py);
-            Some(match names.get_item(p)? {
-                Some(pair) => unpair(&pair)?,
-                None => {
-                    let pair = profile_pair(py, p)?;
-                    names.set_item(p, &pair)?;
-                    unpair(&pair)?
-                }
-            })
-        }
-        Some(p) => Some(unpair(&profile_pair(py, p)?)?),
+        Some(p) => match p.downcast_exact::<PyString>() {
+            Ok(name) => Some(by_name(py, name)?),
+            Err(_) => Some(unpair(&profile_pair(py, p)?)?),
+        },
     };
     let (profile, core) = pair.unzip();
     Ok(PyRobots::made(read(py, data, core, max_bytes.0)?, profile))
@@ -710,10 +731,12 @@ impl PyRobots {
             .get()
             .inner
             .policy(&core.get().inner, &agent.name(), &as_strs(&roles));
-        let rows = policy
-            .choices
-            .iter()
-            .map(|c| (c.label.to_string(), c.lines.clone()));
+        let rows = policy.choices.iter().map(|c| {
+            (
+                c.label.to_string(),
+                c.groups.iter().map(|g| g.1).collect::<Vec<_>>(),
+            )
+        });
         Ok((PyList::new(slf.py(), rows)?, policy.reason))
     }
 
