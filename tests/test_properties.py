@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import manners
 import reference
-from manners._core import google_escape
+from manners._core import google_escape, google_path
 
 AGENT_VALUES = [
     "*",
@@ -147,8 +147,10 @@ def test_any_text_parses(text: str, target: str) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(patterns, paths)
+@example("//", "//")  # Google reads "//" as an empty authority: its path is "/"
 def test_wildcard_matching_agrees_with_googles_algorithm(pattern: str, path: str) -> None:
     robots = manners.parse(f"User-agent: *\nDisallow: {pattern}\n", "google")
     value = pattern.strip()  # as the line reads it
-    expected = bool(value) and reference.matches(path, google_escape(value), True, True)
+    # Google reads a target as its GetPathParamsQuery does: "//x" starts an authority
+    expected = bool(value) and reference.matches(google_path(path), google_escape(value), True, True)
     assert robots.allowed(path) is not expected

@@ -268,14 +268,6 @@ impl RobotsTxt {
         }
     }
 
-    /// This file, leaving in its place an empty one that owns nothing: the caller decides
-    /// where the file is freed.
-    pub fn take(&mut self) -> RobotsTxt {
-        static EMPTY: OnceLock<Arc<Table>> = OnceLock::new();
-        let empty = Arc::clone(EMPTY.get_or_init(|| Arc::new(Table::new(b"", None))));
-        std::mem::replace(self, RobotsTxt::with_table(empty, None))
-    }
-
     /// The same file read under another profile, sharing its line table.
     pub fn reread(&self, profile: Option<Arc<Profile>>) -> RobotsTxt {
         RobotsTxt::with_table(Arc::clone(&self.table), profile)

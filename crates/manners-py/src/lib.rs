@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use manners_core::line::Kind;
 use manners_core::profile::{Preamble, Roles, Target};
@@ -108,7 +108,7 @@ impl PyProfile {
 /// immutable, so one parsed file may serve many threads.
 #[pyclass(subclass, frozen, module = "manners", name = "RobotsTxt")]
 struct PyRobots {
-    inner: RobotsTxt,
+    inner: Option<RobotsTxt>,
     /// The `manners.Profile` given to parse(), returned as it was given.
     profile: Option<Py<PyAny>>,
     /// Answered before: the next answers come from indexes.
@@ -129,7 +129,9 @@ const FREED_BYTES: usize = 64 << 10;
 
 impl Drop for PyRobots {
     fn drop(&mut self) {
-        let inner = self.inner.take();
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
         if inner.table().heap_size() > FREED_BYTES {
             return;
         }
@@ -154,7 +156,7 @@ impl PyRobots {
         // read before writing: threads sharing a file do not fight over the flag's cache line
         let first =
             !self.answered.load(Ordering::Relaxed) && !self.answered.swap(true, Ordering::Relaxed);
-        first || self.inner.table().len() >= RELEASE_GIL_LARGE
+        first || self.robots().table().len() >= RELEASE_GIL_LARGE
     }
 
     /// One question about a target, asked of the engine with the GIL released when it is
@@ -172,9 +174,9 @@ impl PyRobots {
         let roles = role_names(roles)?;
         let roles = as_strs(&roles);
         let answer = if self.heavy() {
-            without_gil(py, || ask(&self.inner, &t, &agent, &roles))
+            without_gil(py, || ask(self.robots(), &t, &agent, &roles))
         } else {
-            ask(&self.inner, &t, &agent, &roles)
+            ask(self.robots(), &t, &agent, &roles)
         };
         answer.map_err(|_| not_a_path(target))
     }
@@ -457,9 +459,17 @@ fn parse(
 }
 
 impl PyRobots {
+    /// The file (it is only taken away as its object is freed).
+    fn robots(&self) -> &RobotsTxt {
+        static EMPTY: OnceLock<RobotsTxt> = OnceLock::new();
+        self.inner
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(|| RobotsTxt::parse(b"", None, None)))
+    }
+
     fn made(inner: RobotsTxt, profile: Option<Py<PyAny>>) -> PyRobots {
         PyRobots {
-            inner,
+            inner: Some(inner),
             profile,
             answered: Default::default(),
         }
@@ -486,7 +496,7 @@ impl PyRobots {
         let roles = role_names(roles)?;
         let profile = match named(py, profile)? {
             Some(p) => p,
-            None => Arc::clone(self.inner.fields_profile(!roles.is_empty())),
+            None => Arc::clone(self.robots().fields_profile(!roles.is_empty())),
         };
         Ok((roles, profile))
     }
@@ -506,7 +516,7 @@ impl PyRobots {
         let core = core.map(|c| Arc::clone(&c.get().inner));
         let profile = profile.filter(|p| !p.is_none(py));
         let inner = match data.downcast::<PyRobots>() {
-            Ok(other) => other.get().inner.reread(core),
+            Ok(other) => other.get().robots().reread(core),
             Err(_) => read(py, data, core, max_bytes)?,
         };
         Ok(PyRobots::made(inner, profile))
@@ -571,7 +581,7 @@ impl PyRobots {
     ) -> PyResult<Option<f64>> {
         let (roles, profile) = self.field_question(py, roles, profile)?;
         Ok(self
-            .inner
+            .robots()
             .crawl_delay(&agent.name(), &as_strs(&roles), &profile))
     }
 
@@ -589,7 +599,7 @@ impl PyRobots {
     ) -> PyResult<Option<(u64, f64)>> {
         let (roles, profile) = self.field_question(py, roles, profile)?;
         Ok(self
-            .inner
+            .robots()
             .request_rate(&agent.name(), &as_strs(&roles), &profile))
     }
 
@@ -607,21 +617,24 @@ impl PyRobots {
     ) -> PyResult<Option<f64>> {
         let (roles, profile) = self.field_question(py, roles, profile)?;
         Ok(self
-            .inner
+            .robots()
             .check_interval(&agent.name(), &as_strs(&roles), &profile))
     }
 
     /// Sitemap URLs from anywhere in the file, in order, without repeats.
     #[getter]
     fn sitemaps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.inner.sitemaps().into_iter().map(|s| text(py, s)))
+        PyList::new(
+            py,
+            self.robots().sitemaps().into_iter().map(|s| text(py, s)),
+        )
     }
 
     /// Every key/value line, numbered and classified.
     fn lines<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         static LINE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let line = robots_py(py, &LINE, "Line")?;
-        let t = self.inner.table();
+        let t = self.robots().table();
         let rows = (0..t.len())
             .map(|i| t.line(i))
             .filter(|l| l.kind != Kind::Unparsable)
@@ -640,12 +653,15 @@ impl PyRobots {
     /// The same file under another profile, sharing what was read.
     fn reread(&self, py: Python<'_>, profile: &Bound<'_, PyAny>) -> PyResult<PyRobots> {
         let (profile, core) = unpair(&profile_pair(py, profile)?)?;
-        Ok(PyRobots::made(self.inner.reread(Some(core)), Some(profile)))
+        Ok(PyRobots::made(
+            self.robots().reread(Some(core)),
+            Some(profile),
+        ))
     }
 
     /// What diagnostics read: every kept line with its missing colon, and what preparing did.
     fn _table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let t = self.inner.table();
+        let t = self.robots().table();
         let rows = PyList::new(
             py,
             (0..t.len()).map(|i| t.line(i)).map(|l| {
@@ -683,7 +699,7 @@ impl PyRobots {
         let group = robots_py(py, &GROUP, "Group")?;
         let core = PyRobots::chosen(slf, profile)?;
         let core = &core.get().inner;
-        let robots = &slf.get().inner;
+        let robots = slf.get().robots();
         let t = robots.table();
         let grouping = robots.groups(core);
         let mut out = Vec::with_capacity(grouping.groups.len());
@@ -729,7 +745,7 @@ impl PyRobots {
         let roles = role_names(roles)?;
         let policy = slf
             .get()
-            .inner
+            .robots()
             .policy(&core.get().inner, &agent.name(), &as_strs(&roles));
         let rows = policy.choices.iter().map(|c| {
             (
@@ -741,7 +757,7 @@ impl PyRobots {
     }
 
     fn __sizeof__(&self) -> usize {
-        std::mem::size_of::<PyRobots>() + 16 + self.inner.heap_size()
+        std::mem::size_of::<PyRobots>() + 16 + self.robots().heap_size()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -751,7 +767,7 @@ impl PyRobots {
         };
         Ok(format!(
             "<RobotsTxt profile={name} lines={}>",
-            self.inner.table().n_lines
+            self.robots().table().n_lines
         ))
     }
 }
