@@ -198,25 +198,28 @@ class Robot:
             if known is not None and time.time() < known.entry.expires_at:
                 self._known.move_to_end(key)
                 return known
-            # Usually another worker, or an earlier run, has read it: a fresh entry in the
-            # store is read here, without the task that a fetch shared by callers needs.
-            entry = await self.store.get(key)
-            if entry is not None and time.time() < entry.expires_at:
-                return self._remember(key, entry)
         slot = (key, refresh)
         pending = self._pending.get(slot)
         if pending is None:  # one fetch per authority in this process; the store's lock does the rest
             since = time.time() if refresh else None
-            pending = self._pending[slot] = asyncio.ensure_future(self._refresh(key, url, since))
-            pending.add_done_callback(functools.partial(self._forget, slot))
+            # Usually another worker, or an earlier run, has read it: a fresh entry in the
+            # store is taken here, without the task that a fetch shared by callers needs.
+            entry = await self.store.get(key)
+            if not refresh and entry is not None and time.time() < entry.expires_at:
+                return self._remember(key, entry)
+            pending = self._pending.get(slot)  # another caller may have begun while this one read
+            if pending is None:
+                pending = self._pending[slot] = asyncio.ensure_future(self._refresh(key, url, entry, since))
+                pending.add_done_callback(functools.partial(self._forget, slot))
         return await asyncio.shield(pending)
 
     def _forget(self, slot: tuple[str, bool], done: asyncio.Future[Policy]) -> None:
         if self._pending.get(slot) is done:
             del self._pending[slot]
 
-    async def _refresh(self, key: str, url: str, since: float | None = None) -> Policy:
-        """Read the policy through the store; ``since``: only an entry fetched after it will do."""
+    async def _refresh(self, key: str, url: str, entry: Entry | None, since: float | None) -> Policy:
+        """The policy through the store, from ``entry`` as just read from it; ``since``: only an
+        entry fetched after it will do."""
 
         def due(entry: Entry | None) -> bool:
             if entry is None or time.time() >= entry.expires_at:
@@ -224,7 +227,6 @@ class Robot:
             return since is not None and entry.fetched_at < since
 
         store = self.store
-        entry = await store.get(key)
         token = secrets.token_hex(8)
         give_up = time.time() + self.lock_timeout + self.timeout
         pause = 0.02
