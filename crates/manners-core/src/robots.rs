@@ -840,25 +840,20 @@ impl RobotsTxt {
         with_preamble(profile, preamble, choices)
     }
 
-    /// A robot's choices (label, spans, lines) and reason, made both ways, for the tests and
-    /// the fuzzer to see that they are the same.
+    /// A robot's choices (label, groups) and reason, made both ways, for the tests and the
+    /// fuzzer to see that they are the same.
     #[cfg(any(test, fuzzing))]
     #[allow(clippy::type_complexity)]
     pub fn choices_both_ways(
         &self,
         profile: &Profile,
         agent: &str,
-    ) -> [(Vec<(String, Vec<Span>, Vec<(u32, u32)>)>, &'static str); 2] {
+    ) -> [(Vec<(String, Vec<(Span, (u32, u32))>)>, &'static str); 2] {
         let token = token_of(profile, agent);
         let shown = |p: Policy| {
             let choices = p.choices.into_iter();
             (
-                choices
-                    .map(|c| {
-                        let (spans, lines) = c.groups.into_iter().unzip();
-                        (c.label.into_owned(), spans, lines)
-                    })
-                    .collect(),
+                choices.map(|c| (c.label.into_owned(), c.groups)).collect(),
                 p.reason,
             )
         };

@@ -316,6 +316,7 @@ fn read(
     max_bytes: Option<usize>,
 ) -> PyResult<RobotsTxt> {
     // text Python holds as UTF-8 is read as text: it needs no check
+    let copied: Bound<'_, PyBytes>;
     let (text, bytes): (Option<&str>, Cow<'_, [u8]>) = if let Ok(b) = data.downcast::<PyBytes>() {
         (None, Cow::Borrowed(b.as_bytes()))
     } else if let Ok(s) = data.downcast::<PyString>() {
@@ -326,11 +327,8 @@ fn read(
     } else if data.is_instance_of::<pyo3::types::PyByteArray>()
         || data.is_instance_of::<pyo3::types::PyMemoryView>()
     {
-        let b = py.get_type::<PyBytes>().call1((data,))?;
-        (
-            None,
-            Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec()),
-        )
+        copied = py.get_type::<PyBytes>().call1((data,))?.downcast_into()?;
+        (None, Cow::Borrowed(copied.as_bytes()))
     } else {
         return Err(PyTypeError::new_err(format!(
             "robots.txt must be bytes or str, not {}",
@@ -389,11 +387,10 @@ thread_local! {
 fn by_name(py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<(Py<PyAny>, Arc<Profile>)> {
     let known = BY_NAME.with(|names| {
         let names = names.borrow();
-        let found = names.iter().find(|(n, ..)| n.is(name)).or_else(|| {
-            names.iter().find(
-                |(n, ..)| matches!((n.bind(py).to_str(), name.to_str()), (Ok(a), Ok(b)) if a == b),
-            )
-        });
+        let same = |n: &Py<PyString>| {
+            n.is(name) || matches!((n.bind(py).to_str(), name.to_str()), (Ok(a), Ok(b)) if a == b)
+        };
+        let found = names.iter().find(|(n, ..)| same(n));
         found.map(|(_, prof, core)| (prof.clone_ref(py), Arc::clone(core)))
     });
     if let Some(known) = known {
