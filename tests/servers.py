@@ -553,19 +553,22 @@ iconmapping = {{'h': 'text.gif', '0': 'text.gif', '1': 'folder.gif', 'i': 'blank
 
 
 @contextmanager
-def jetforce(root: Path, port: int | None = None) -> Iterator[int]:
+def jetforce(root: Path, port: int | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[int]:
     """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost`` on ``port``
     (default: a free one). Yields the port; start it again on that port to play a new certificate.
 
     Request URLs must name ``localhost`` (no port, or this port): any other host, including
-    127.0.0.1, gets ``53``. The certificate is a throw-away self-signed one for CN=localhost,
-    written into the server's temporary directory (jetforce puts it in $TMPDIR).
+    127.0.0.1, gets ``53``. The certificate is ``tls`` (certificate file, key file) or else a
+    throw-away self-signed one for CN=localhost, written into the server's temporary directory
+    (jetforce puts it in $TMPDIR).
     """
     exe = _executable("jetforce")
     with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         port = port or free_port()
         cmd = [exe, "--host", HOST, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
+        if tls is not None:
+            cmd += ["--tls-certfile", str(tls[0]), "--tls-keyfile", str(tls[1])]
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
         with _serve("jetforce", cmd, [port], work, env=env):
             yield port
@@ -582,7 +585,10 @@ from jetforce.tls import generate_ad_hoc_certificate
 
 config = json.load(open(sys.argv[1]))
 log = open(config["log"], "a", buffering=1)
-certfile, keyfile = generate_ad_hoc_certificate(config["hostname"])
+if config.get("certfile"):
+    certfile, keyfile = config["certfile"], config["keyfile"]
+else:
+    certfile, keyfile = generate_ad_hoc_certificate(config["hostname"])
 
 
 class Server(GeminiServer):
@@ -591,7 +597,7 @@ class Server(GeminiServer):
 
 
 for site in config["sites"]:
-    app = StaticDirectoryApplication(root_directory=site["root"])
+    app = StaticDirectoryApplication(root_directory=site["root"], default_lang=config.get("default_lang"))
     server = Server(app=app, reactor=reactor, host=config["host"], port=site["public_port"],
                     hostname=config["hostname"], certfile=certfile, keyfile=keyfile)
     server.port = site["listen_port"]  # bind here ...
@@ -639,7 +645,13 @@ class JetforceHosts:
 
 @contextmanager
 def jetforce_hosts(
-    roots: Sequence[Path], public_ports: Sequence[int | None] | None = None, hostname: str = "localhost"
+    roots: Sequence[Path],
+    public_ports: Sequence[int | None] | None = None,
+    hostname: str = "localhost",
+    *,
+    listen_ports: Sequence[int] | None = None,
+    cert: tuple[Path, Path] | None = None,
+    default_lang: str | None = None,
 ) -> Iterator[JetforceHosts]:
     """jetforce serving each of ``roots`` on its own port of 127.0.0.1, all in one process.
 
@@ -648,13 +660,17 @@ def jetforce_hosts(
     is the port URLs must name: the port of a logging proxy in front (jetforce answers 53 to any
     other). CGI scripts are run from each root's ``cgi-bin``. Requests are logged with the time
     to :attr:`JetforceHosts.log`.
+
+    ``listen_ports``: where to listen (default: free ports; give the same again to play a
+    restart). ``cert``: the (certificate, key) PEM files to present (default: a throw-away
+    self-signed one for ``hostname``). ``default_lang``: served as ``lang=`` on text/gemini.
     """
     exe_dir = Path(sys.executable).parent
     if not (exe_dir / "jetforce").exists() and not shutil.which("jetforce"):
         raise ServerFailed(f"jetforce not found; it is provided by {_PROVIDERS['jetforce']}")
     with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        listen = [free_port() for _ in roots]
+        listen = list(listen_ports) if listen_ports is not None else [free_port() for _ in roots]
         while len(set(listen)) < len(listen):
             listen = [free_port() for _ in roots]
         public = [p or q for p, q in zip(public_ports or [None] * len(roots), listen, strict=True)]
@@ -664,6 +680,9 @@ def jetforce_hosts(
             "host": HOST,
             "hostname": hostname,
             "log": str(log),
+            "certfile": str(cert[0].resolve()) if cert else None,
+            "keyfile": str(cert[1].resolve()) if cert else None,
+            "default_lang": default_lang,
             "sites": [
                 {"root": str(r.resolve()), "listen_port": q, "public_port": p}
                 for r, q, p in zip(roots, listen, public, strict=True)

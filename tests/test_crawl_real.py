@@ -104,7 +104,8 @@ def test_crawl_requests_exactly_the_ground_truth(tmp_path: Path, roles: tuple[st
         # one request at a time per host, never closer than its delay
         for proxy in (run.gophernicus, run.pygopherd, run.gemini):
             pages = [c.opened_monotonic for c in proxy.snapshot() if c.selector not in ROBOTS_SELECTORS]
-            assert spacing_ok(pages, DELAY) == []
+            shown = [(c.selector, round(c.opened_monotonic, 3)) for c in proxy.snapshot()]
+            assert spacing_ok(pages, DELAY) == [], shown
 
         # after "44 5" the capsule saw nothing for 5 s
         slow = [a for a in run.jetforce.accesses() if a.status == 44]
@@ -206,14 +207,18 @@ def test_fault_servers_do_not_stall_the_crawl(tmp_path: Path) -> None:
     ):
         seeds = [malformed.url, trickle.url, silent.url, gopher_silent.url, run.site.gemini_url]
 
-        async def crawl() -> list[tuple[str, str]]:
+        async def crawl() -> list[tuple[str, tuple[str, str | None]]]:
             async with Crawler(AGENT, (), tmp_path / "out", min_delay=0.05, cache="memory", timeout=2,
-                               max_pages=8) as crawler:  # fmt: skip
-                return [(p.url, p.outcome) async for p in crawler.crawl(seeds)]
+                               robots_backoff=0.5, robots_attempts=2) as crawler:  # fmt: skip
+                return [(p.url, (p.outcome, p.reason)) async for p in crawler.crawl(seeds)]
 
         start = time.monotonic()
         settled = dict(asyncio.run(crawl()))
         assert time.monotonic() - start < 20
         for server in (malformed, trickle, silent, gopher_silent):
-            assert settled[server.url] in ("error", "disallowed")  # its robots.txt was no file either
-        assert settled[run.site.gemini_url] == "fetched"
+            # robots.txt was no file either: read twice, then the URL is an error, never "disallowed"
+            outcome, reason = settled[server.url]
+            assert outcome == "error" and reason is not None and reason.startswith("unreachable")
+            robots = [r for r in server.requests() if b"robots.txt" in r]
+            assert len(robots) == 2  # Gopher too: its first selector timed out, so the next was not tried
+        assert settled[run.site.gemini_url][0] == "fetched"

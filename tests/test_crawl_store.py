@@ -480,7 +480,7 @@ def test_a_failing_change_fails_only_its_own_caller(tmp_path: Path) -> None:
             good = f.done(lease.url, "fetched", [A + "/1"])
             bad = f.add_many(["gemini://bad/"], 0)  # the same turn: the same transaction at first
             results = await asyncio.gather(good, bad, return_exceptions=True)
-            assert results[0] is None
+            assert results[0] == 1  # the one new link
             assert isinstance(results[1], ValueError)
             assert await f.counts() == {"queued": 1, "in_flight": 0, "done": 1, "fetched": 1}
         finally:

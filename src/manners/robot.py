@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .agents import require_token
 from .cache import Store, open_store
-from .cache.entry import TTL, Entry, entry_after, policy_of
+from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, policy_of
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
 from .profiles import get_profile
@@ -71,7 +71,10 @@ class Robot:
     store keeps them), so a crawl over a million hosts stays bounded.  ``fetcher``
     replaces how a robots.txt address is fetched (default: :func:`fetch_robots`), for
     robots that must go through their own downloader (the Scrapy middleware); it
-    must never raise for what a server or the network does.
+    must never raise for what a server or the network does.  After a failed fetch
+    robots.txt is tried again ``backoff`` seconds later (default 60), then twice as
+    long each time, up to a day.  Gopher's robots.txt selectors are tried
+    ``min_delay`` apart, as any two requests to a server.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class Robot:
         profile: str | None = None,
         max_policies: int = MAX_POLICIES,
         fetcher: Callable[[str], Awaitable[FetchResult]] | None = None,
+        backoff: float = FIRST_BACKOFF,
     ) -> None:
         require_token(agent)  # TypeError for a non-str; ValueError for a name no group could match
         if min_delay < 0 or max_delay < min_delay:
@@ -109,6 +113,9 @@ class Robot:
         self.profile = get_profile(profile).name if profile is not None else None
         self.max_policies = max_policies
         self.fetcher = fetcher
+        if not backoff > 0:
+            raise ValueError(f"backoff must be a positive number of seconds, not {backoff!r}")
+        self.backoff = backoff
         self._known: OrderedDict[str, Policy] = OrderedDict()  # least recently used first
         self._pending: dict[tuple[str, bool], asyncio.Future[Policy]] = {}  # in flight, by (key, refresh)
         self._capped: set[str] = set()  # authorities whose capped delay was reported (of those in _known)
@@ -264,10 +271,9 @@ class Robot:
         if self.fetcher is not None:
             result = await self.fetcher(location)
         else:
-            result = await fetch_robots(
-                location, self.agent, self.timeout, self.max_bytes, known_hosts=known_hosts
-            )
-        return entry_after(previous, result, time.time(), self.ttl, known_hosts)
+            result = await fetch_robots(location, self.agent, self.timeout, self.max_bytes,
+                                        known_hosts=known_hosts, spacing=self.min_delay)  # fmt: skip
+        return entry_after(previous, result, time.time(), self.ttl, known_hosts, self.backoff)
 
 
 class SyncRobot:

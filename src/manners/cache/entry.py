@@ -78,6 +78,7 @@ def entry_after(
     now: float,
     ttl: float = TTL,
     known_hosts: Mapping[str, str] | None = None,
+    backoff: float = FIRST_BACKOFF,
 ) -> Entry:
     """The entry after a fetch: a readable answer replaces everything, a failure keeps the last copy.
 
@@ -98,7 +99,7 @@ def entry_after(
                      good_status=str(result.status), body=body, truncated=ok and result.truncated,
                      **latest)  # type: ignore[arg-type]  # fmt: skip
     failures = (previous.failures if previous else 0) + 1
-    wait = result.retry_after if result.retry_after else min(TTL, FIRST_BACKOFF * 2 ** (failures - 1))
+    wait = result.retry_after if result.retry_after else min(TTL, backoff * 2 ** (failures - 1))
     if previous is None:
         return Entry(result.url, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
     return replace(previous, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]

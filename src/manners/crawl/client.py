@@ -17,7 +17,25 @@ from ..fetch.locations import split_authority
 from ..fetch.net import Deadlines, NetworkError, close, connect, read_to_eof
 from .urls import gopher_ref
 
-MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2)
+MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2), and of a Gopher selector
+
+
+def request_problem(line: bytes, *, search_allowed: bool = False) -> str | None:
+    """Why a request line (without its CRLF) must not be sent, or None when it is clean.
+
+    The one check every request passes just before it is written, whatever the URL parser let
+    through: no CR, LF or NUL (they would end the request early or smuggle a second one in), a
+    TAB only as a type-7 search's separator, and at most MAX_REQUEST bytes before it.
+    """
+    for byte, name in ((b"\r", "CR"), (b"\n", "LF"), (b"\0", "NUL")):
+        if byte in line:
+            return f"the request would hold a {name} byte, which no server may be sent"
+    head, tab, _ = line.partition(b"\t")
+    if tab and not search_allowed:
+        return "the selector holds a TAB, which only a search (item type 7) may send"
+    if len(head) > MAX_REQUEST:
+        return f"the request is longer than {MAX_REQUEST} bytes"
+    return None
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,8 @@ class Response:
     peer: str | None  # the server's IP address
     fingerprint_changed: bool = False  # differs from the one known for host:port (recorded, not fatal)
     previous_fingerprint: str | None = None
+    certificate: bytes = b""  # the Gemini server's certificate (DER)
+    tofu: str | None = None  # trust on first use: "new", "matched" or "changed"
 
 
 def _failed(url: str, request: bytes, why: str, fingerprint: str | None = None) -> Response:
@@ -50,9 +70,10 @@ async def gemini_get(
     ``known_hosts`` maps ``host:port`` to certificate fingerprints: the first seen is
     kept; a different one is reported in ``fingerprint_changed`` and the answer still used.
     """
-    request = url.encode("utf-8") + b"\r\n"
-    if len(request) - 2 > MAX_REQUEST:
-        return _failed(url, request, f"the URL is longer than the {MAX_REQUEST} bytes Gemini allows")
+    request = url.encode("utf-8", "surrogateescape") + b"\r\n"
+    problem = request_problem(request[:-2])
+    if problem is not None:
+        return _failed(url, b"", f"not sent: {problem}")
     try:
         host, port = split_authority(url)
     except ValueError as exc:
@@ -101,8 +122,9 @@ async def _gemini(
             body = b""  # only a success has a body
         truncated = len(body) > max_bytes
         body = body[:max_bytes]
+        tofu = "new" if before is None else "changed" if changed else "matched"
         return Response(url, request, head + body, truncated, status, meta, body, None, fingerprint,
-                        peer, changed, before if changed else None)  # fmt: skip
+                        peer, changed, before if changed else None, cert, tofu)  # fmt: skip
     finally:
         close(writer)
 
@@ -119,6 +141,9 @@ async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
         host, port, request = ref.host.strip("[]"), ref.port, ref.request()
     except (ValueError, UnicodeError) as exc:
         return _failed(url, b"", str(exc))
+    problem = request_problem(request[:-2], search_allowed=ref.item_type == "7")
+    if problem is not None:
+        return _failed(url, b"", f"not sent: {problem}")
     deadlines = Deadlines.of(timeout)
     try:
         return await asyncio.wait_for(_gopher(url, request, host, port, deadlines, max_bytes), timeout)

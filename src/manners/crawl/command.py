@@ -18,12 +18,24 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import CacheError
-from .crawler import Crawler, check_seed
+from ..fetch.address import Network, parse_networks
+from .crawler import Crawler, check_seed, read_settings
+from .outdir import CrawlFileError, prepare
 
 EXAMPLES = """examples:
   manners crawl gemini://example.org/ --agent mybot --role indexer --out crawl
   manners crawl gopher://example.org/ --agent mybot --role archiver --out hole --max-pages 500
-  manners crawl --agent mybot --out crawl      (resume: the seeds are kept in crawl/)"""
+  manners crawl --out crawl                       (resume: the robot, its roles and the limits are kept)
+  manners crawl --out hole --max-pages 1000       (resume with a limit raised: limits count the whole crawl)
+  manners crawl --out crawl --retry-errors        (resume, and try again what failed)"""
+
+#: Options kept with a crawl and taken from it when a resume leaves them out (name: default).
+SETTINGS: dict[str, object] = {
+    "max_pages": None, "max_depth": None, "max_per_host": None, "max_links": 10_000,
+    "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
+    "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
+    "robots_attempts": 4, "cache": None,
+}  # fmt: skip
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -31,17 +43,23 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "crawl",
         help="crawl Geminispace and Gopherspace politely; run again with the same --out to resume",
+        description="Crawl Geminispace and Gopherspace politely. A crawl keeps its robot (--agent, --role,"
+        " --profile, --scope) and its options in --out: a resume leaves them out, may raise a limit,"
+        " and is refused if it names another robot.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("seeds", nargs="*", metavar="SEED", help="gemini:// or gopher:// URLs to start from")
-    p.add_argument("--agent", required=True, metavar="NAME", help="the robot's name (product token)")
+    p.add_argument("--agent", metavar="NAME", help="the robot's name (product token); kept by the crawl")
     p.add_argument(
         "--role",
         action="append",
-        default=[],
+        default=None,
         metavar="ROLE",
-        help="a virtual agent the crawler acts as: indexer, archiver, ... (repeatable)",
+        help="a virtual agent the crawler acts as: indexer, archiver, ... (repeatable); kept by the crawl",
+    )
+    p.add_argument(
+        "--profile", help="how robots.txt is read (default: by each URL's scheme); kept by the crawl"
     )
     p.add_argument(
         "--out",
@@ -50,53 +68,95 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the frontier, pages.jsonl and the WARC files go; the same DIR resumes",
     )
-    p.add_argument("--max-pages", type=_count, metavar="N", help="stop after N requests")
-    p.add_argument("--max-depth", type=_count, metavar="N", help="links followed at most N deep")
-    p.add_argument("--max-per-host", type=_count, metavar="N", help="at most N pages per host")
     p.add_argument(
-        "--max-bytes",
+        "--max-pages",
         type=_count,
-        default=5 << 20,
         metavar="N",
-        help="bytes kept of a response; longer ones are cut (default: 5 MiB)",
+        help="stop once N pages have been requested, over the whole crawl"
+        " (robots.txt and caps.txt are not counted)",
+    )
+    p.add_argument(
+        "--max-depth", type=_count, metavar="N", help="links followed at most N deep (a seed is 0)"
+    )
+    p.add_argument("--max-per-host", type=_count, metavar="N", help="at most N URLs settled per host")
+    p.add_argument(
+        "--max-links",
+        type=_positive,
+        metavar="N",
+        help="links taken from one page, at most (default: 10000; the rest are counted)",
+    )
+    p.add_argument(
+        "--max-queued-per-host",
+        type=_positive,
+        metavar="N",
+        help="URLs queued for one host, at most (default: 100000)",
+    )
+    p.add_argument(
+        "--max-bytes", type=_positive, metavar="N", help="bytes kept of a response (default: 5 MiB)"
     )
     p.add_argument(
         "--min-delay",
         type=_seconds,
-        default=1.0,
         metavar="S",
         help="seconds between two requests to one host, at least (default: 1)",
     )
     p.add_argument(
         "--max-delay",
         type=_seconds,
-        default=300.0,
         metavar="S",
         help="a host asking for a longer wait is parked, not waited for (default: 300)",
     )
-    p.add_argument("--concurrency", type=_count, default=16, metavar="N", help="hosts at once (default: 16)")
+    p.add_argument("--concurrency", type=_positive, metavar="N", help="hosts at once (default: 16)")
     p.add_argument(
         "--scope",
         choices=("seeds", "any"),
-        default="seeds",
-        help="seeds: only the seeds' hosts (default); any: follow links anywhere",
+        default=None,
+        help="seeds: only the seeds' hosts (default); any: follow links anywhere; kept by the crawl",
+    )
+    p.add_argument(
+        "--allow-private",
+        nargs="?",
+        const="all",
+        metavar="CIDRS",
+        help="also connect to loopback, private and other non-public addresses (all, or these"
+        " comma-separated networks); by default only public addresses and the seeds' own hosts",
     )
     p.add_argument(
         "--cache",
-        default=os.environ.get("MANNERS_CACHE", "sqlite"),
+        default=None,
         help="where robots.txt files are kept: memory, sqlite (default), sqlite:///FILE or redis://...",
     )
     p.add_argument(
         "--timeout",
         type=_seconds,
-        default=30.0,
         metavar="S",
         help="seconds a request may take in all (default: 30)",
     )
+    p.add_argument(
+        "--robots-backoff",
+        type=_seconds,
+        metavar="S",
+        help="an unreachable robots.txt is tried again after S seconds, then twice as long each time"
+        " (default: 60)",
+    )
+    p.add_argument(
+        "--robots-attempts",
+        type=_positive,
+        metavar="N",
+        help="reads of an unreachable robots.txt before its host's URLs are settled as errors (default: 4)",
+    )
+    p.add_argument("--retry-errors", action="store_true", help="queue the URLs settled as errors again")
     p.add_argument("--no-warc", action="store_true", help="write no WARC files")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_crawl)
     return p
+
+
+def _positive(text: str) -> int:
+    n = _count(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
+    return n
 
 
 def _count(text: str) -> int:
@@ -127,28 +187,45 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             check_seed(seed)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    if not args.seeds and not (args.out / "frontier.sqlite3").exists():
+    try:
+        prepare(args.out)
+        kept = read_settings(args.out)
+    except CrawlFileError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.seeds and kept is None:
         raise UsageError(
             f"no seeds, and {args.out} holds no crawl to resume: give gemini:// or gopher:// URLs"
         )
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"{args.out} is a file: --out needs a directory")
+    settings = {name: getattr(args, name) for name in SETTINGS}
+    for name, default in SETTINGS.items():  # left out: as the crawl had it, else the default
+        if settings[name] is None:
+            settings[name] = (kept or {}).get(name, default)
+    settings["cache"] = settings["cache"] or os.environ.get("MANNERS_CACHE", "sqlite")
     try:
+        allow = _allow_private(settings["allow_private"])
         crawler = Crawler(
             args.agent,
             args.role,
             args.out,
-            max_pages=args.max_pages,
-            max_depth=args.max_depth,
-            max_per_host=args.max_per_host,
-            max_bytes=args.max_bytes,
-            min_delay=args.min_delay,
-            max_delay=max(args.max_delay, args.min_delay),
-            concurrency=max(args.concurrency, 1),
+            profile=args.profile,
             scope=args.scope,
-            cache=args.cache,
+            max_pages=settings["max_pages"],
+            max_depth=settings["max_depth"],
+            max_per_host=settings["max_per_host"],
+            max_links=settings["max_links"],
+            max_queued_per_host=settings["max_queued_per_host"],
+            max_bytes=settings["max_bytes"],
+            min_delay=settings["min_delay"],
+            max_delay=max(settings["max_delay"], settings["min_delay"]),
+            concurrency=settings["concurrency"],
+            cache=settings["cache"],
             warc=not args.no_warc,
-            timeout=args.timeout or 30.0,
+            timeout=settings["timeout"] or 30.0,
+            allow_private=allow,
+            robots_backoff=settings["robots_backoff"] or 60.0,
+            robots_attempts=settings["robots_attempts"],
+            retry_errors=args.retry_errors,
+            settings=settings,
         )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
@@ -156,6 +233,14 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
         return asyncio.run(_run(crawler, args))
     except CacheError as exc:
         raise UsageError(f"{exc}; pass --cache memory to work without it") from None
+
+
+def _allow_private(value: Any) -> bool | tuple[Network, ...]:
+    if value is None:
+        return False
+    if value == "all":
+        return True
+    return parse_networks(str(value))
 
 
 async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
@@ -183,8 +268,13 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         loop.add_signal_handler(signal.SIGTERM, on_signal)
     progress: Progress | None = None
     disallowed: list[str] = []
+    failed: str | None = None
     try:
-        async with crawler:
+        try:
+            await crawler.open()
+        except (FrontierError, CrawlFileError, ValueError) as exc:  # before anything is sent: a usage error
+            raise UsageError(str(exc)) from None
+        try:
             progress = Progress(crawler, live=None if not args.json else False)
             ticker = asyncio.ensure_future(_tick(progress))
             try:
@@ -192,42 +282,70 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
                     progress.page(page)
                     if page.outcome == "disallowed" and len(disallowed) < 50:
                         disallowed.append(describe(page))
+            except (
+                FrontierError,
+                CrawlFileError,
+                OSError,
+            ) as exc:  # during the crawl: in flight back to the queue
+                failed = str(exc) if not isinstance(exc, OSError) else describe_os(exc, crawler.out)
             finally:
                 ticker.cancel()
                 progress.close()
-    except FrontierError as exc:
-        raise UsageError(str(exc)) from None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        finally:
+            await crawler.close()
     finally:
         with contextlib.suppress(Exception):
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)
     result = summary(crawler, interrupted)
-    resume = _resume_command(args)
+    resume = _resume_command(args, crawler)
+    s = crawler.stats
+    more = _limit_hint(crawler, args) if s.limit and s.queued else None
     if args.json:
         import json
 
-        print(json.dumps({**result, "resume": resume if interrupted or result["queued"] else None}, indent=2))
+        resumable = resume if interrupted or failed or result["queued"] else None
+        print(json.dumps({**result, "error": failed, "resume": resumable, "raise": more}, indent=2))
     else:
-        s = crawler.stats
+        whole = result["whole"]
+        ended = "interrupted" if interrupted else "stopped" if failed else "done"
         print(
-            f"{'interrupted' if interrupted else 'done'}: fetched {s.fetched}, disallowed {s.disallowed},"
-            f" redirects {s.redirects}, errors {s.errors}, skipped {s.skipped}, {s.requests} requests,"
-            f" {result['bytes']} bytes in {result['seconds']} s"
+            f"{ended}: this run fetched {s.fetched},"
+            f" disallowed {s.disallowed}, redirects {s.redirects}, errors {s.errors}, skipped {s.skipped},"
+            f" {s.requests} requests, {result['bytes']} bytes in {result['seconds']} s"
         )
+        names = ("pages", "fetched", "disallowed", "redirect", "error", "skipped", "queued")
+        print("whole crawl: " + ", ".join(f"{k} {whole.get(k, 0)}" for k in names))  # type: ignore[attr-defined]
         for line in disallowed[:20]:
             print("  " + line)
         if len(disallowed) > 20 or s.disallowed > len(disallowed):
             print(f"  ... {s.disallowed - min(len(disallowed), 20)} more disallowed in pages.jsonl")
         for auth, why in result["parked"].items():  # type: ignore[attr-defined]
             print(f"parked: {safe(auth)}: {safe(why)}")
-        if s.limit:
-            print(f"stopped at --{s.limit}; {s.queued} URLs still queued")
+        if more:
+            print(f"stopped at --{s.limit} {crawler.max_pages} (it counts the whole crawl); {s.queued} URLs"
+                  f" still queued: to go on, raise it: {more}")  # fmt: skip
         print("files: " + ", ".join(str(f) for f in result["files"]))  # type: ignore[attr-defined]
-        if interrupted or (s.queued and s.limit):
+        if interrupted or failed:
             print(f"to resume: {resume}")
+    if failed:
+        print(f"manners crawl: {failed}; requests in flight went back to the queue", file=sys.stderr)
+        return 1
     return 130 if interrupted else 0
+
+
+def describe_os(exc: OSError, out: Path) -> str:
+    from .outdir import describe
+
+    return describe(exc, Path(exc.filename) if exc.filename else out)
+
+
+def _limit_hint(crawler: Crawler, args: argparse.Namespace) -> str:
+    """The resume command with the limit that stopped the crawl raised (doubled)."""
+    limit = crawler.max_pages or 0
+    return shlex.join(
+        ["manners", "crawl", "--out", str(args.out), "--max-pages", str(max(limit * 2, limit + 1))]
+    )
 
 
 async def _tick(progress: Any) -> None:
@@ -236,10 +354,6 @@ async def _tick(progress: Any) -> None:
         progress.tick()
 
 
-def _resume_command(args: argparse.Namespace) -> str:
-    argv = ["manners", "crawl", *sys.argv[2:]] if sys.argv[1:2] == ["crawl"] else None
-    if argv is None:
-        argv = ["manners", "crawl", "--agent", args.agent, "--out", str(args.out)]
-        for role in args.role:
-            argv += ["--role", role]
-    return shlex.join(argv)
+def _resume_command(args: argparse.Namespace, crawler: Crawler) -> str:
+    """The crawl keeps its robot and options: the directory is all a resume needs."""
+    return shlex.join(["manners", "crawl", "--out", str(args.out)])

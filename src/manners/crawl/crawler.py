@@ -10,13 +10,18 @@ instant costs at most the pages in flight.  What a reply *means* lives in the pu
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import dataclasses
+import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
 import secrets
 import socket
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass, field
@@ -26,10 +31,15 @@ from typing import Any, Literal
 
 from .. import __version__
 from ..agents import require_token
+from ..fetch.address import POLICY, AddressPolicy, Network
+from ..fetch.certificate import read_certificate
+from ..fetch.net import resolve
+from ..profiles import get_profile
 from ..robot import Robot, RobotDecision
-from . import gemtext, gophermap, meaning, urls
+from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get
-from .frontier import Lease, open_frontier
+from .frontier import PAGES, Lease, open_frontier
+from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import PageLog
 from .warc import WarcWriter
 
@@ -42,8 +52,15 @@ MAX_ATTEMPTS = 3  # temporary failures (40-44) are retried this many times
 RETRY_BASE = 2.0  # seconds before the first retry of a temporary failure; doubles each time
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
-_Settling = tuple[Awaitable[None], "Page", bool]  # the frontier's commit, the page, whether it had links
+_Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
+MAX_URL = 1024  # bytes: a longer URL is never queued (no Gemini request or Gopher selector may be longer)
+SKIPPED_KEPT = 100  # links of one page recorded as skipped, at most (the rest are counted)
+IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
+
+
+class CrawlMismatch(ValueError):
+    """A resume that names another agent, roles, profile or scope than the crawl it resumes."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,11 @@ class Page:
     bytes: int = 0
     mirrors: tuple[str, ...] = ()  # Gopher "+" alternatives: recorded, not crawled
     certificate_changed: bool = False
+    certificate: dict[str, object] | None = None  # Gemini: fingerprint, notAfter, names the host, TOFU
+    peer: str | None = None  # the IP address the request went to
+    parent: str | None = None  # skipped links: the page that held them
+    links_more: int = 0  # links past --max-links: counted, not taken
+    links_skipped: int = 0  # links that can never be requested (recorded as skipped, up to 100)
 
     def record(self) -> dict[str, object]:
         """The ``pages.jsonl`` object for this page."""
@@ -92,6 +114,15 @@ class Page:
             r["mirrors"] = list(self.mirrors)
         if self.certificate_changed:
             r["certificate_changed"] = True
+        if self.certificate is not None:
+            r["certificate"] = self.certificate
+        if self.peer is not None:
+            r["peer"] = self.peer
+        if self.parent is not None:
+            r["parent"] = self.parent
+        for key in ("links_more", "links_skipped"):
+            if getattr(self, key):
+                r[key] = getattr(self, key)
         return r
 
 
@@ -117,6 +148,7 @@ class Stats:
     completed: bool = False  # nothing left to do (or a limit was reached)
     stopped: bool = False  # stop() was called before that
     limit: str | None = None  # the limit that ended the crawl
+    dropped: int = 0  # links not queued: their host's queue was full (--max-queued-per-host)
 
     def count(self, page: Page) -> None:
         kind = {"fetched": "fetched", "disallowed": "disallowed", "redirect": "redirects",
@@ -130,37 +162,59 @@ class Crawler:
 
     Everything the crawl knows is in ``out``: the frontier (``frontier.sqlite3``), the
     settled pages (``pages.jsonl``) and the archive (``warc/``); run it again with the same
-    ``out`` to resume.  ``concurrency`` is the number of authorities worked at once; each
-    gets one request at a time, spaced as its robots.txt and ``min_delay`` ask.  A host
-    that asks for more than ``max_delay`` seconds is parked: recorded, and left alone.
+    ``out`` to resume.  A crawl has one identity, kept in the frontier: its agent, roles,
+    profile and scope.  Left as None they are taken from the crawl being resumed; named
+    differently, the crawl refuses to start (``CrawlMismatch``): a robot never changes its
+    manners mid-crawl.  Limits count over the whole crawl, this run and the ones before.
+
+    ``concurrency`` is the number of authorities worked at once; each gets one request at a
+    time, spaced as its robots.txt and ``min_delay`` ask.  A host that asks for more than
+    ``max_delay`` seconds is parked: recorded, and left alone.  A host whose robots.txt cannot
+    be read is parked too, and robots.txt tried again ``robots_backoff`` seconds later
+    (doubling), ``robots_attempts`` times in all, before its URLs are settled as errors.
+
+    Only public unicast addresses, and the exact host and port of each seed, are connected
+    to; ``allow_private`` (True, or a list of networks) widens that for a lab.
     """
 
     def __init__(
         self,
-        agent: str,
-        roles: Iterable[str] | str = (),
+        agent: str | None = None,
+        roles: Iterable[str] | str | None = None,
         out: Path | str = Path("crawl"),
         *,
+        profile: str | None = None,
+        scope: Literal["seeds", "any"] | None = None,
         max_pages: int | None = None,
         max_depth: int | None = None,
         max_per_host: int | None = None,
+        max_links: int = 10_000,
+        max_queued_per_host: int = 100_000,
         max_bytes: int = 5 << 20,
         min_delay: float = 1.0,
         max_delay: float = 300.0,
         concurrency: int = 16,
-        scope: Literal["seeds", "any"] = "seeds",
         cache: str = "sqlite",
         warc: bool = True,
         timeout: float = 30.0,
         max_policies: int = 10_000,
+        allow_private: bool | Iterable[Network] = False,
+        robots_backoff: float = 60.0,
+        robots_attempts: int = 4,
+        retry_errors: bool = False,
+        settings: dict[str, object] | None = None,
     ) -> None:
-        self.agent = require_token(agent)
-        self.roles = (roles,) if isinstance(roles, str) else tuple(roles)
+        self.agent = require_token(agent) if agent is not None else None
+        self.roles = ((roles,) if isinstance(roles, str) else tuple(roles)) if roles is not None else None
         self.out = Path(out)
         for name, value in (("max_pages", max_pages), ("max_depth", max_depth),
                             ("max_per_host", max_per_host)):  # fmt: skip
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be 0 or more")
+        for name, value in (("max_links", max_links), ("max_queued_per_host", max_queued_per_host),
+                            ("robots_attempts", robots_attempts)):  # fmt: skip
+            if value < 1:
+                raise ValueError(f"{name} must be 1 or more")
         if max_bytes < 1:
             raise ValueError("max_bytes must be a positive number of bytes")
         if concurrency < 1:
@@ -169,28 +223,43 @@ class Crawler:
             raise ValueError("need 0 <= min_delay <= max_delay")
         if not timeout > 0:
             raise ValueError("timeout must be a positive number of seconds")
-        if scope not in ("seeds", "any"):
+        if not robots_backoff > 0:
+            raise ValueError("robots_backoff must be a positive number of seconds")
+        if scope not in ("seeds", "any", None):
             raise ValueError("scope is 'seeds' or 'any'")
+        self.profile = get_profile(profile).name if profile is not None else None
+        self.scope = scope
         self.max_pages = max_pages
         self.max_depth = max_depth
         self.max_per_host = max_per_host
+        self.max_links = max_links
+        self.max_queued_per_host = max_queued_per_host
         self.max_bytes = max_bytes
         self.min_delay = min_delay
         self.max_delay = max_delay
         self.concurrency = concurrency
-        self.scope = scope
         self.cache = cache
         self.warc_enabled = warc
         self.timeout = timeout
         self.max_policies = max_policies
+        self.allow_private = allow_private if isinstance(allow_private, bool) else tuple(allow_private)
+        self.robots_backoff = max(robots_backoff, min_delay)  # a retry is a request like any other
+        self.robots_attempts = robots_attempts
+        self.retry_errors = retry_errors
+        self.settings = settings  # the command's options, kept with the crawl for a resume (read_settings)
         self.owner = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self.stats = Stats()
+        self.whole: dict[str, int] = {}  # the whole crawl's counts (the frontier's), this run included
+        self.warc: WarcWriter | None = None
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()  # a worker ended or new URLs were queued: the dispatcher looks again
         self._opened = False
+        self._lock: DirLock | None = None
+        self._failure: BaseException | None = None  # what ended the crawl early (a file error)
         self._counted = 0.0
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
         self._cert_logged: set[str] = set()
+        self._cert_archived: set[tuple[str, str]] = set()  # (authority, fingerprint) with a metadata record
         self._asked: dict[str, tuple[float, float]] = {}  # authority -> (robots.txt read at, spacing asked)
 
     # -- lifetime -----------------------------------------------------------------------
@@ -203,10 +272,31 @@ class Crawler:
         await self.close()
 
     async def open(self) -> None:
+        """Take the directory (one writer at a time), settle the crawl's identity, open the files.
+
+        CrawlFileError for a directory or file that cannot be used, CrawlMismatch for a resume
+        that names another robot: each one sentence, raised before anything is sent.
+        """
         if self._opened:
             return
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.frontier = open_frontier(self.out / "frontier.sqlite3")
+        prepare(self.out)
+        self._lock = DirLock(self.out)
+        try:
+            await self._open()
+        except BaseException:
+            await self._close_files()
+            raise
+        self._opened = True
+
+    async def _open(self) -> None:
+        try:
+            self.frontier = open_frontier(self.out / "frontier.sqlite3", self.max_queued_per_host)
+        except Exception as exc:
+            raise CrawlFileError(str(exc)) from None
+        await self._identity()
+        if self.settings is not None:
+            await self.frontier.set_meta("settings", json.dumps(self.settings))
+        assert self.agent is not None and self.roles is not None
         self.robot = Robot(
             self.agent,
             self.roles,
@@ -215,15 +305,48 @@ class Crawler:
             max_delay=self.max_delay,
             timeout=self.timeout,
             max_policies=self.max_policies,
+            profile=self.profile,
+            backoff=self.robots_backoff,
         )
-        self.pages = PageLog(self.out / "pages.jsonl")
-        # flushed, not fsynced, per record: a killed process loses nothing (the kernel has it), as
-        # with pages.jsonl and the frontier (WAL, synchronous=NORMAL); fsync on close
-        info = {"software": f"manners/{__version__}", "robot": self.agent, "roles": " ".join(self.roles)}
-        self.warc = WarcWriter(self.out / "warc", info=info, fsync=False) if self.warc_enabled else None
+        try:
+            self.pages = PageLog(self.out / "pages.jsonl")
+            # flushed, not fsynced, per record: a killed process loses nothing (the kernel has it), as
+            # with pages.jsonl and the frontier (WAL, synchronous=NORMAL); fsync on close
+            info = {"software": f"manners/{__version__}", "robot": self.agent, "roles": " ".join(self.roles)}
+            if self.warc_enabled:
+                self.warc = WarcWriter(self.out / "warc", info=info, fsync=False)
+        except OSError as exc:
+            raise CrawlFileError(describe(exc, Path(exc.filename or self.out))) from None
         self.known_hosts = self.frontier.known_hosts()
-        self.recovered = await self.frontier.recover(None)  # a previous run's leases: queued again
-        self._opened = True
+        # The lock is ours, so no live process holds a lease here: a previous run's are queued again.
+        self.recovered = await self.frontier.recover(None)
+        if self.retry_errors:
+            self.requeued = await self.frontier.requeue("error")
+
+    async def _identity(self) -> None:
+        """The crawl's agent, roles, profile and scope: as kept, as given, or refused when they differ."""
+        kept = json.loads(await self.frontier.get_meta("identity") or "null")
+        given = {"agent": self.agent, "roles": _roles(self.roles) if self.roles is not None else None,
+                 "profile": self.profile, "scope": self.scope}  # fmt: skip
+        if kept is None:
+            if self.agent is None:
+                raise CrawlMismatch(f"{self.out} holds no crawl to resume: name the robot (--agent)")
+            kept = {"agent": self.agent, "roles": given["roles"] or [], "profile": self.profile,
+                    "scope": self.scope or "seeds"}  # fmt: skip
+            await self.frontier.set_meta("identity", json.dumps(kept))
+        differs = [
+            f"{name} {_shown(given[name])} (the crawl's is {_shown(kept[name])})"
+            for name in IDENTITY
+            if given[name] is not None and given[name] != kept[name]
+        ]
+        if self.profile is None and kept["profile"] is not None:
+            self.profile = kept["profile"]
+        if differs:
+            raise CrawlMismatch(
+                f"{self.out} is a crawl by another robot: {'; '.join(differs)}; a robot keeps its manners"
+                " for a whole crawl (resume with the crawl's own, or start a new one in another --out)"
+            )
+        self.agent, self.roles, self.scope = kept["agent"], tuple(kept["roles"]), kept["scope"]
 
     async def close(self) -> None:
         if not self._opened:
@@ -231,11 +354,22 @@ class Crawler:
         self._opened = False
         with contextlib.suppress(Exception):
             await self.frontier.recover(self.owner)
-        for closing in (self.pages.close, *((self.warc.close,) if self.warc else ())):
-            with contextlib.suppress(Exception):
-                closing()
+        with contextlib.suppress(Exception):
+            await self._refresh_counts()
         await self.robot.close()
-        await self.frontier.close()
+        await self._close_files()
+
+    async def _close_files(self) -> None:
+        for closing in (getattr(self, "pages", None), self.warc):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    closing.close()
+        if getattr(self, "frontier", None) is not None:
+            with contextlib.suppress(Exception):
+                await self.frontier.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def stop(self) -> None:
         """Finish the requests in flight, return the rest to the queue, and end the crawl."""
@@ -254,13 +388,15 @@ class Crawler:
         self.seeds = list(dict.fromkeys([*known, *normal]))
         await self.frontier.set_meta("seeds", json.dumps(self.seeds))
         self.scope_authorities = {urls.authority(u) for u in self.seeds}
+        self.policy = AddressPolicy.of((_host_port(a) for a in self.scope_authorities), self.allow_private)
         for url in normal:
             await self.frontier.add(url, 0)
             if url.startswith("gopher:"):
                 await self._introduce_caps(url, 0)
         counts = await self.frontier.counts()
-        self._settled_requests = sum(counts.get(k, 0) for k in ("fetched", "redirect", "error"))
+        self._pages = counts.get(PAGES, 0)  # pages requested over the whole crawl, for --max-pages
         self._reserved = 0
+        self.stats.started = time.time()
         self._slow: dict[str, float] = {}  # authority -> the last 44 backoff without a number
         self._introduced: set[str] = set()
         self._full: set[str] = set()  # authorities at max_per_host
@@ -280,6 +416,8 @@ class Crawler:
                     continue
                 yield page
             runner.result()  # raise what went wrong, if anything did
+            if self._failure is not None:
+                raise self._failure
         finally:
             if not runner.done():
                 self.stop()
@@ -288,6 +426,7 @@ class Crawler:
                     await runner
 
     async def _run(self) -> None:
+        POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
         active: dict[str, asyncio.Task[None]] = {}
         try:
             while not self._stop.is_set():
@@ -295,13 +434,15 @@ class Crawler:
                 if self._limit_reached():
                     self.stats.limit = self.stats.limit or "max-pages"
                     break
+                if self._failure is not None:
+                    break
                 free = self.concurrency - len(active)
                 if free > 0:
                     ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
                     for auth in ready:
                         task = asyncio.ensure_future(self._work(auth))
                         active[auth] = task
-                        task.add_done_callback(lambda _, a=auth: self._ended(active, a))  # type: ignore[misc]
+                        task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
                 pause = 0.1
                 if not active:
@@ -314,7 +455,7 @@ class Crawler:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
                 self._wake.clear()
-            self.stats.completed = not self._stop.is_set()
+            self.stats.completed = not self._stop.is_set() and self._failure is None
         finally:
             if self._stop.is_set():  # let requests in flight end, briefly
                 await self._drain(active, self.timeout + 1)
@@ -324,8 +465,14 @@ class Crawler:
             if self._queue.empty():
                 self._queue.put_nowait(None)
 
-    def _ended(self, active: dict[str, asyncio.Task[None]], auth: str) -> None:
+    def _ended(self, active: dict[str, asyncio.Task[None]], auth: str, task: asyncio.Task[None]) -> None:
+        """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
+        the others' requests in flight finish or go back to the queue."""
         active.pop(auth, None)
+        if not task.cancelled() and task.exception() is not None and self._failure is None:
+            exc = task.exception()
+            self._failure = CrawlFileError(describe(exc, self.out)) if isinstance(exc, OSError) else exc
+            self._stop.set()
         self._wake.set()
 
     async def _drain(self, active: dict[str, asyncio.Task[None]], grace: float | None) -> None:
@@ -340,11 +487,13 @@ class Crawler:
         await self.frontier.recover(self.owner)  # the cancelled ones' leases: queued again
 
     def _limit_reached(self) -> bool:
-        return self.max_pages is not None and self._settled_requests + self._reserved >= self.max_pages
+        return self.max_pages is not None and self._pages + self._reserved >= self.max_pages
 
     async def _refresh_counts(self) -> None:
         self._counted = time.monotonic()
         counts = await self.frontier.counts()
+        self.whole = counts
+        self.stats.dropped = self.frontier.dropped
         self.stats.queued = counts.get("queued", 0)
         self.stats.in_flight = counts.get("in_flight", 0)
         self.stats.done = counts.get("done", 0)
@@ -381,11 +530,12 @@ class Crawler:
                 lease = await asked
                 if lease is None:
                     break
-                self._reserved += 1
+                reserved = 0 if _is_caps(lease.url) else 1  # caps.txt is no page: --max-pages skips it
+                self._reserved += reserved
                 try:
                     again = await self._settle(auth, lease)
                 finally:
-                    self._reserved -= 1
+                    self._reserved -= reserved
                 settling = self._settling.pop(lease.url, None)
                 if not again:
                     break
@@ -406,7 +556,15 @@ class Crawler:
     async def _settle(self, auth: str, lease: Lease) -> bool:
         """Handle one leased URL; False when the authority must be left alone for a while."""
         url = lease.url
+        refused = await self._refused(auth)
+        if refused is not None:
+            self._finish(
+                Page(url, "skipped", lease.depth, time.time(), item_type=_item_type(url), reason=refused)
+            )
+            return True
         decision = await self.robot.decide(url)
+        if decision.outcome in ("unreachable", "retry") and not decision.stale:
+            return await self._robots_failed(auth, lease, decision)
         if not decision.allowed:
             self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
@@ -414,14 +572,14 @@ class Crawler:
         policy = await self.robot.policy(url)
         known = self._asked.get(auth)
         if known is None or known[0] != policy.entry.fetched_at:  # once per robots.txt read, not per URL
-            asked_now = _asked_spacing(policy.robots, self.agent, self.roles)
+            asked_now = _asked_spacing(policy.robots, self.agent or "*", self.roles or (), self.profile)
             known = self._asked[auth] = (policy.entry.fetched_at, asked_now)
         asked = known[1]
         if asked > self.max_delay:
             why = f"robots.txt asks for {asked:g} s between requests"
             why += f", more than --max-delay {self.max_delay:g} s"
             await self._park(auth, time.time() + FOREVER, why)
-            await self.frontier.retry(url, time.time())
+            await self.frontier.retry(url, time.time(), attempt=False)
             return False
         if auth not in self._introduced:  # robots.txt was just read from it: keep the spacing after that
             self._introduced.add(auth)
@@ -440,6 +598,39 @@ class Crawler:
         response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes)
         return await self._gopher(lease, decision, response)
 
+    async def _refused(self, auth: str) -> str | None:
+        """Why the address policy refuses every address of ``auth`` (checked again at connect), or None.
+
+        A name that does not resolve is not refused here: the robots.txt fetch fails on it, and the
+        host is retried and in the end settled as unreachable."""
+        if self.policy.allow_all:
+            return None
+        host, port = _host_port(auth)
+        try:
+            addresses = await resolve(host, port)
+        except OSError:
+            return None
+        reasons = [self.policy.refuse(host, port, a) for a in addresses]
+        return None if any(r is None for r in reasons) else reasons[0]
+
+    async def _robots_failed(self, auth: str, lease: Lease, decision: RobotDecision) -> bool:
+        """robots.txt could not be read just now (RFC 9309 §2.3.1.4: nothing is fetched from the host
+        meanwhile).  That is no verdict on the URL: the host is parked until robots.txt is due again
+        (the robot's backoff), and the URL waits.  After ``robots_attempts`` failed reads the URL is
+        settled as an error, unreachable; the host's other URLs follow without a request."""
+        entry = (await self.robot.policy(lease.url)).entry
+        if entry.failures >= self.robots_attempts:
+            reason = (f"unreachable: robots.txt could not be read in {entry.failures} attempts"
+                      f" (last: {entry.status}: {entry.meaning})")  # fmt: skip
+            self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
+                              item_type=_item_type(lease.url), reason=reason))  # fmt: skip
+            return True
+        until = max(entry.expires_at, time.time() + self.min_delay)
+        why = f"robots.txt unreachable ({entry.status}), attempt {entry.failures} of {self.robots_attempts}"
+        await self._park(auth, until, f"{why}; trying again in {until - time.time():.0f} s")
+        await self.frontier.retry(lease.url, until, attempt=False)
+        return False
+
     async def _park(self, auth: str, until: float, why: str) -> None:
         await self.frontier.park(auth, until, why)
         self.stats.parked[auth] = why
@@ -450,46 +641,49 @@ class Crawler:
 
     async def _gemini(self, auth: str, lease: Lease, decision: RobotDecision, r: Response) -> bool:
         url, depth, now = lease.url, lease.depth, time.time()
-        base: dict[str, Any] = {"decision": decision, "status": r.status,
-                                "certificate_changed": r.fingerprint_changed}  # fmt: skip
+        base: dict[str, Any] = {"decision": decision, "status": r.status, "peer": r.peer,
+                                "certificate_changed": r.fingerprint_changed,
+                                "certificate": self._certificate(auth, r, now)}  # fmt: skip
         if r.fingerprint_changed and auth not in self._cert_logged:
             self._cert_logged.add(auth)
             log.warning("%s: the certificate changed (was %s, now %s); going on", auth,
                         r.previous_fingerprint, r.fingerprint)  # fmt: skip
         if r.error is not None or r.status is None:
-            self._finish(Page(url, "error", depth, now, reason=r.error, **base))
+            self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
         self._archive(r, "gemini", now)
         action = meaning.gemini_action(r.status, r.meta, url)
         if action.kind == "store":
-            text = _text(r.body, r.meta) if (action.mime or "").startswith("text/") else None
-            found: list[str] = []
-            title = None
-            if text is not None and action.mime == "text/gemini":
-                title = gemtext.title(text)
-                found = _resolve((link.target for link in gemtext.links(text)), url)
-            page = Page(url, "fetched", depth, now, mime=action.mime, title=title, body=r.body,
-                        links=tuple(found), truncated=r.truncated, **_digest(r.body), **base)  # fmt: skip
-            self._finish(page, await self._follow(found, depth + 1))
+            mime = action.mime or "text/gemini"
+            media = meaning.media_type(mime)
+            found = None
+            if media == "text/gemini":
+                text = r.body.decode(_codec(meaning.charset(mime)), "replace")
+                found = await links.gemtext_links_async(text, url, self.max_links)
+            page = Page(url, "fetched", depth, now, mime=mime, body=r.body, truncated=r.truncated,
+                        **_digest(r.body), **base)  # fmt: skip
+            await self._finish_with_links(page, found)
             return True
         if action.kind == "redirect":
             target = action.target
-            try:
-                target = urls.normalise(target, url) if target else None
-            except ValueError:
-                target = None
             if target is None or target.split(":", 1)[0] not in SCHEMES:
                 reason = f"{r.status} {r.meta}: a redirect to nowhere the crawler can follow"
-                self._finish(Page(url, "error", depth, now, reason=reason, **base))
+                self._finish(Page(url, "error", depth, now, reason=reason, **base), requested=True)
                 return True
             if lease.redirects >= MAX_REDIRECTS:
                 reason = f"more than {MAX_REDIRECTS} redirects in a row"
-                self._finish(Page(url, "error", depth, now, target=target, reason=reason, **base))
+                self._finish(
+                    Page(url, "error", depth, now, target=target, reason=reason, **base), requested=True
+                )
                 return True
             page = Page(url, "redirect", depth, now, target=target, links=(target,),
                         permanent=action.permanent, **base)  # fmt: skip
-            follow = [target] if self._in_scope(target) else []
-            self._finish(page, follow, depth=depth, redirects=lease.redirects + 1)
+            problem = links.request_problem(target)
+            if problem is not None:
+                self._skip_links(page, [links.Skipped(target[:200], problem)], 1)
+            follow = [target] if problem is None and self._wanted(target) else []
+            # the target keeps the depth of the URL that redirected: a redirect is no step deeper
+            self._finish(page, follow, depth=depth, redirects=lease.redirects + 1, requested=True)
             return True
         if action.kind == "slow-down":
             wait = action.wait
@@ -499,8 +693,21 @@ class Crawler:
         if action.kind == "retry":
             return await self._again(auth, lease, r, base, RETRY_BASE * 2**lease.attempts, slow=False)
         kind: Outcome = "skipped" if action.kind in ("input", "certificate") else "error"
-        self._finish(Page(url, kind, depth, now, reason=action.reason, **base))
+        self._finish(Page(url, kind, depth, now, reason=action.reason, **base), requested=True)
         return True
+
+    def _certificate(self, auth: str, r: Response, now: float) -> dict[str, object] | None:
+        """What the server's certificate says, for pages.jsonl; the PEM once per host and
+        certificate in the WARC (a metadata record)."""
+        if not r.certificate:
+            return None
+        cert = read_certificate(r.certificate)
+        host, _ = _host_port(auth)
+        if self.warc is not None and (auth, cert.sha256) not in self._cert_archived:
+            self._cert_archived.add((auth, cert.sha256))
+            self.warc.write_metadata(f"{auth.replace(':1965', '')}/", cert.pem.encode("ascii"),
+                                     "application/x-pem-file", now, r.peer)  # fmt: skip
+        return cert.record(host, now, r.tofu or "new")
 
     async def _again(self, auth: str, lease: Lease, r: Response, base: dict[str, Any], wait: float,
                      slow: bool) -> bool:  # fmt: skip
@@ -526,50 +733,38 @@ class Crawler:
     async def _gopher(self, lease: Lease, decision: RobotDecision, r: Response) -> bool:
         url, depth, now = lease.url, lease.depth, time.time()
         item_type = _item_type(url) or "1"
-        base: dict[str, Any] = {"decision": decision, "item_type": item_type}
+        base: dict[str, Any] = {"decision": decision, "item_type": item_type, "peer": r.peer}
         if r.error is not None:
-            self._finish(Page(url, "error", depth, now, reason=r.error, **base))
+            self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
         self._archive(r, "gopher", now)
+        caps = _is_caps(url)
         binary = item_type in gophermap.BINARY_TYPES
         error = None if binary else gophermap.error_reply(r.body)
         if error is not None or (not r.body and not binary):
             reason = error or "the server sent nothing"
-            if _is_caps(url):  # caps.txt is optional: its absence is no error of the crawl's
+            if caps:  # caps.txt is optional: its absence is no error of the crawl's
                 self._finish(Page(url, "skipped", depth, now, reason=f"no caps.txt: {reason}", **base))
             else:
-                self._finish(Page(url, "error", depth, now, reason=reason, **base))
+                self._finish(Page(url, "error", depth, now, reason=reason, **base), requested=True)
             return True
         if item_type == "1":
-            menu = gophermap.parse_menu(r.body)
-            if menu.error is not None:
-                self._finish(Page(url, "error", depth, now, reason=menu.error, **base))
+            found = await links.menu_links_async(r.body, self.max_links)
+            if found.error is not None:
+                self._finish(Page(url, "error", depth, now, reason=found.error, **base), requested=True)
                 return True
-            follow: dict[str, None] = {}
-            found: dict[str, None] = {}
-            mirrors: dict[str, None] = {}
-            for item in menu.items:
-                if item.url is None:
-                    continue
-                try:
-                    target = urls.normalise(item.url)
-                except ValueError:
-                    continue
-                if item.mirror:  # an alternative of the item before: recorded, not crawled twice
-                    mirrors[target] = None
-                elif item.external or gophermap.fetchable(item.item_type, self.roles):
-                    found[target] = follow[target] = None  # URL: links only if gemini/gopher (in _follow)
-                else:
-                    found[target] = None
-            page = Page(url, "fetched", depth, now, title=menu.title, body=r.body, links=tuple(found),
-                        mirrors=tuple(mirrors), truncated=r.truncated, **_digest(r.body), **base)  # fmt: skip
-            self._finish(page, await self._follow(follow, depth + 1))
+            page = Page(
+                url, "fetched", depth, now, body=r.body, truncated=r.truncated, **_digest(r.body), **base
+            )
+            await self._finish_with_links(page, found)
             return True
         body = r.body if binary else gophermap.text_body(r.body)
-        if _is_caps(url):
-            await self.frontier.set_meta("caps:" + urls.authority(url), body.decode("utf-8", "replace"))
+        if caps:
+            await self.frontier.set_meta(
+                "caps:" + urls.authority(url), body[:65536].decode("utf-8", "replace")
+            )
         page = Page(url, "fetched", depth, now, body=body, truncated=r.truncated, **_digest(r.body), **base)
-        self._finish(page)
+        self._finish(page, requested=not caps)
         return True
 
     # -- shared ---------------------------------------------------------------------------
@@ -579,17 +774,47 @@ class Crawler:
             return False
         return self.scope == "any" or urls.authority(url) in self.scope_authorities
 
-    async def _follow(self, targets: Iterable[str], depth: int) -> list[str]:
-        """The normalised links to queue at ``depth``: in scope, within max_depth."""
-        if self.max_depth is not None and depth > self.max_depth:
-            return []
-        out = []
-        for target in targets:
-            if self._in_scope(target):
-                if target.startswith("gopher:"):
-                    await self._introduce_caps(target, depth)
-                out.append(target)
-        return out
+    def _wanted(self, url: str) -> bool:
+        """Whether a link is queued: in scope, and for Gopher an item type this robot fetches,
+        by the same rule wherever the link came from (menu, URL: line, gemtext, redirect)."""
+        if not self._in_scope(url):
+            return False
+        item_type = _item_type(url)
+        return item_type is None or gophermap.fetchable(item_type, self.roles or ())
+
+    async def _finish_with_links(self, page: Page, found: links.Found | None) -> None:
+        """Settle a fetched page with the links it holds: at most --max-links, within --max-depth,
+        wanted; those that can never be requested recorded as skipped."""
+        if found is None:
+            self._finish(page, requested=True)
+            return
+        depth = page.depth + 1
+        follow: list[str] = []
+        mirrors: list[str] = []
+        seen: list[str] = []
+        deep = self.max_depth is not None and depth > self.max_depth
+        for link in found.links:
+            if link.mirror:
+                mirrors.append(link.url)
+                continue
+            seen.append(link.url)
+            if not deep and self._wanted(link.url):
+                follow.append(link.url)
+                if link.url.startswith("gopher:"):
+                    await self._introduce_caps(link.url, depth)
+        page = dataclasses.replace(page, title=found.title, links=tuple(seen), mirrors=tuple(mirrors),
+                                   links_more=found.more, links_skipped=found.skipped_count)  # fmt: skip
+        self._skip_links(page, found.skipped, found.skipped_count)
+        self._finish(page, follow, depth=depth, requested=True)
+
+    def _skip_links(self, page: Page, skipped: Iterable[links.Skipped], count: int) -> None:
+        """A page's links that can never be requested: one pages.jsonl line each (the first 100)."""
+        now = time.time()
+        for s in itertools.islice(skipped, SKIPPED_KEPT):
+            self.pages.write(
+                Page(s.target, "skipped", page.depth + 1, now, reason=s.reason, parent=page.url).record()
+            )
+        self.stats.skipped += count
 
     async def _introduce_caps(self, url: str, depth: int) -> None:
         """caps.txt is read once per Gopher server (the frontier keeps each URL once)."""
@@ -606,16 +831,38 @@ class Crawler:
         if self.warc is not None:
             self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
 
-    def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0) -> None:
+    def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0,
+                requested: bool = False) -> None:  # fmt: skip
         """pages.jsonl, then the frontier (with the links, in one transaction): a kill between the
         two re-fetches this page only.  The worker awaits the settling with its next lease, and the
-        page is yielded once it is committed."""
+        page is yielded once it is committed.  ``requested``: a page was asked for (--max-pages)."""
         self.pages.write(page.record())
         links = list(links)
-        settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects)
-        if page.outcome in ("fetched", "redirect", "error"):
-            self._settled_requests += 1
+        settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects,
+                                     page=requested)  # fmt: skip
+        if requested:
+            self._pages += 1
         self._settling[page.url] = (settled, page, bool(links))
+
+
+def read_settings(out: Path) -> dict[str, Any] | None:
+    """The options a crawl in ``out`` was last run with ({} when it kept none); None: no crawl there.
+
+    Read-only, and without the directory's lock: a crawl still running keeps it, and its own
+    start refuses then."""
+    path = out / "frontier.sqlite3"
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise CrawlFileError(f"cannot read the crawl in {out}: {exc}") from None
+    kept = json.loads(row[0]) if row else {}
+    return kept if isinstance(kept, dict) else {}
 
 
 def check_seed(seed: str) -> str:
@@ -631,12 +878,12 @@ def check_seed(seed: str) -> str:
         raise ValueError(f"{seed!r} is no usable URL: {exc}") from None
 
 
-def _asked_spacing(robots: Any, agent: str, roles: tuple[str, ...]) -> float:
+def _asked_spacing(robots: Any, agent: str, roles: tuple[str, ...], profile: str | None) -> float:
     asked = 0.0
-    delay = robots.crawl_delay(agent, roles)
+    delay = robots.crawl_delay(agent, roles, profile=profile)
     if delay is not None:
         asked = max(asked, float(delay))
-    rate = robots.request_rate(agent, roles)
+    rate = robots.request_rate(agent, roles, profile=profile)
     if rate is not None:
         asked = max(asked, rate[1] / rate[0])
     return asked
@@ -665,26 +912,23 @@ def _host_port(auth: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _text(body: bytes, meta: str) -> str:
-    charset = "utf-8"
-    for param in meta.split(";")[1:]:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            charset = value.strip().strip('"')
+def _codec(charset: str) -> str:
+    """A charset a server named, if Python knows it; else UTF-8 (Gemini's default)."""
     try:
-        return body.decode(charset, "replace")
+        return codecs.lookup(charset).name
     except LookupError:
-        return body.decode("utf-8", "replace")
+        return "utf-8"
 
 
-def _resolve(targets: Iterable[str], base: str) -> list[str]:
-    out: dict[str, None] = {}
-    for target in targets:
-        try:
-            out[urls.normalise(target, base)] = None
-        except ValueError:
-            continue
-    return list(out)
+def _roles(roles: Iterable[str]) -> list[str]:
+    """Roles as a crawl's identity keeps them: lower case, each once, sorted."""
+    return sorted({r.lower() for r in roles})
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, list):
+        return " ".join(value) if value else "(none)"
+    return "(by scheme)" if value is None else str(value)
 
 
 def _digest(body: bytes) -> dict[str, Any]:

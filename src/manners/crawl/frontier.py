@@ -40,6 +40,7 @@ T = TypeVar("T")
 QUEUED = "queued"
 IN_FLIGHT = "in_flight"
 DONE = "done"
+PAGES = "pages"  # in ``outcomes``: URLs for which a page was requested (robots.txt and caps.txt not)
 
 
 @dataclass(frozen=True)
@@ -85,17 +86,33 @@ class Frontier(Protocol):
         ...
 
     def done(
-        self, url: str, outcome: str, links: Iterable[str] = (), *, depth: int = 0, redirects: int = 0
-    ) -> Awaitable[None]:
+        self,
+        url: str,
+        outcome: str,
+        links: Iterable[str] = (),
+        *,
+        depth: int = 0,
+        redirects: int = 0,
+        page: bool = False,
+    ) -> Awaitable[int]:
         """Settle ``url`` (in flight or queued) with ``outcome``, queueing ``links`` in the same transaction.
 
         ``links`` are queued at ``depth`` with ``url`` as parent and ``redirects``: a kill can never
-        fall between a page being settled and its links being known.
+        fall between a page being settled and its links being known.  ``page``: a page was
+        requested for it (counted under ``pages``, for --max-pages).  Returns how many of the
+        links were new.
         """
         ...
 
-    async def retry(self, url: str, not_before: float) -> None:
-        """Return an in-flight ``url`` to the queue, not to be leased before ``not_before``; attempts + 1."""
+    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+        """Return an in-flight ``url`` to the queue, not to be leased before ``not_before``.
+
+        ``attempt``: the URL was tried (attempts + 1); False when it waits for its host (robots.txt).
+        """
+        ...
+
+    async def requeue(self, outcome: str) -> int:
+        """Queue again every URL settled with ``outcome`` (``--retry-errors``); returns how many."""
         ...
 
     async def recover(self, owner: str | None = None) -> int:
@@ -183,8 +200,11 @@ class SQLiteFrontier:
         path: Path,
         busy_timeout: float = 10.0,
         authority_of: Callable[[str], str] = authority,
+        max_queued: int | None = None,
     ) -> None:
         self.path = path
+        self.max_queued = max_queued  # URLs queued for one authority at most; more are dropped
+        self.dropped = 0  # URLs not queued because their authority's queue was full
         self._busy_timeout = busy_timeout
         self._authority_of = authority_of
         self._turn = 0.0  # last lease's time, kept strictly increasing so turns never tie
@@ -237,11 +257,18 @@ class SQLiteFrontier:
         return self._write(take)
 
     def done(
-        self, url: str, outcome: str, links: Iterable[str] = (), *, depth: int = 0, redirects: int = 0
-    ) -> Awaitable[None]:
+        self,
+        url: str,
+        outcome: str,
+        links: Iterable[str] = (),
+        *,
+        depth: int = 0,
+        redirects: int = 0,
+        page: bool = False,
+    ) -> Awaitable[int]:
         todo = list(links)
 
-        def settle(db: sqlite3.Connection) -> None:
+        def settle(db: sqlite3.Connection) -> int:
             row = db.execute("SELECT state, authority FROM urls WHERE url = ?", (url,)).fetchone()
             if row is not None and row[0] != DONE:
                 db.execute(
@@ -254,24 +281,24 @@ class SQLiteFrontier:
                 else:
                     change = "in_flight = in_flight - 1"
                 db.execute(f"UPDATE authorities SET {change}, done = done + 1 WHERE authority = ?", (row[1],))
-                db.execute(
-                    "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
-                    (outcome,),
-                )
-            if todo:
-                self._add(db, todo, depth, url, redirects)
+                for name in (outcome, PAGES) if page else (outcome,):
+                    db.execute(
+                        "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
+                        (name,),
+                    )
+            return len(self._add(db, todo, depth, url, redirects)) if todo else 0
 
         return self._write(settle)
 
-    async def retry(self, url: str, not_before: float) -> None:
+    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
         def again(db: sqlite3.Connection) -> None:
             row = db.execute("SELECT state, authority FROM urls WHERE url = ?", (url,)).fetchone()
             if row is None or row[0] != IN_FLIGHT:
                 return
             db.execute(
-                "UPDATE urls SET state = 'queued', attempts = attempts + 1, not_before = ?,"
+                "UPDATE urls SET state = 'queued', attempts = attempts + ?, not_before = ?,"
                 " owner = NULL, lease_until = NULL WHERE url = ?",
-                (not_before, url),
+                (int(attempt), not_before, url),
             )
             db.execute(
                 f"UPDATE authorities SET queued = queued + 1, in_flight = in_flight - 1,"
@@ -303,6 +330,31 @@ class SQLiteFrontier:
             return sum(int(n) for _, n in per_authority)
 
         return await self._write(back)
+
+    async def requeue(self, outcome: str) -> int:
+        def again(db: sqlite3.Connection) -> int:
+            per_authority = db.execute(
+                "SELECT authority, count(*) FROM urls WHERE state = 'done' AND outcome = ?"
+                " GROUP BY authority",
+                (outcome,),
+            ).fetchall()
+            db.execute(
+                "UPDATE urls SET state = 'queued', outcome = NULL, attempts = 0, not_before = 0,"
+                " settled_at = NULL WHERE state = 'done' AND outcome = ?",
+                (outcome,),
+            )
+            total = sum(int(n) for _, n in per_authority)
+            for name, n in per_authority:
+                db.execute(
+                    "UPDATE authorities SET queued = queued + ?, done = done - ?, parked_until = 0,"
+                    " park_reason = NULL WHERE authority = ?",
+                    (n, n, name),
+                )
+                db.execute(f"UPDATE authorities SET eligible_at = {_ELIGIBLE} WHERE authority = ?", (name,))
+            db.execute("UPDATE outcomes SET n = n - ? WHERE outcome = ?", (total, outcome))
+            return total
+
+        return await self._write(again)
 
     # -- authorities --------------------------------------------------------------------------
 
@@ -388,8 +440,17 @@ class SQLiteFrontier:
     ) -> list[str]:
         added: list[str] = []
         per_authority: dict[str, int] = {}
+        room: dict[str, int] = {}  # with max_queued: how many more each authority may queue
         for url in urls:
             name = self._authority_of(url)
+            if self.max_queued is not None:
+                if name not in room:
+                    row = db.execute("SELECT queued FROM authorities WHERE authority = ?", (name,)).fetchone()
+                    room[name] = self.max_queued - (int(row[0]) if row else 0)
+                if room[name] <= 0:
+                    if db.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchone() is None:
+                        self.dropped += 1
+                    continue
             cursor = db.execute(
                 "INSERT OR IGNORE INTO urls (url, authority, state, depth, parent, redirects)"
                 " VALUES (?, ?, 'queued', ?, ?, ?)",
@@ -398,6 +459,8 @@ class SQLiteFrontier:
             if cursor.rowcount == 1:
                 added.append(url)
                 per_authority[name] = per_authority.get(name, 0) + 1
+                if name in room:
+                    room[name] -= 1
         for name, n in per_authority.items():
             # A new URL is ready at once (not_before 0), so the authority is eligible when its park ends.
             db.execute(
@@ -526,8 +589,8 @@ _ELIGIBLE = (
 )
 
 
-def open_frontier(path: Path) -> SQLiteFrontier:
+def open_frontier(path: Path, max_queued: int | None = None) -> SQLiteFrontier:
     """The frontier of a crawl: ``path`` is the database file, or a directory holding ``frontier.sqlite3``."""
     if path.is_dir():
         path = path / "frontier.sqlite3"
-    return SQLiteFrontier(path)
+    return SQLiteFrontier(path, max_queued=max_queued)

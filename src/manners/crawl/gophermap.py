@@ -8,7 +8,9 @@ fields after the port.  Real menus bend this, and nothing here raises on them:
   its type, any other becomes an ``i`` item (its display the first field, or the
   whole line when it has no TAB at all);
 - a line whose port is not a number in 1-65535, or whose host cannot be a host name,
-  keeps its type but gets no URL: it is unlinkable, never fetched.
+  keeps its type but gets no URL: it is unlinkable, never fetched;
+- a port written ``70+`` (Gopher+ on, with no TAB before the "+", as some servers
+  write it) is port 70 with Gopher+ field "+".
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from .urls import gopher_url, selector_text
 TEXT_TYPES = frozenset("0146hpx")  # fetched: "1" a menu, "0" text, the draft's text types 4 6 h p x
 BINARY_TYPES = frozenset("59gIds;cm")  # fetched only for the archiver role
 NEVER_TYPES = frozenset("728Ti3")  # search, CCSO, telnet, tn3270, text lines, errors
-_PORT = re.compile(r"[0-9]{1,5}")
+_PORT = re.compile(r"([0-9]{1,5})\+?")
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,10 @@ def _item(number: int, raw: bytes, previous: str | None) -> MenuItem:
         return MenuItem(number, item_type, display, selector, "", 0, None, None, False, mirror)
     host = fields[2].decode("utf-8", "replace").strip()
     port_text = fields[3].decode("utf-8", "replace").strip()
-    port = int(port_text) if _PORT.fullmatch(port_text) else 0
-    port = port if port < 65536 else 0
+    port = port_number(port_text)
     plus = b"\t".join(fields[4:]).decode("utf-8", "replace") if len(fields) > 4 else None
+    if plus is None and port and port_text.endswith("+"):
+        plus = "+"  # "70+": the Gopher+ mark glued to the port
     url: str | None = None
     external = selector.startswith("URL:") and item_type not in ("i", "3")
     if external:
@@ -102,6 +105,16 @@ def _item(number: int, raw: bytes, previous: str | None) -> MenuItem:
         except ValueError:  # a host that cannot be one: unlinkable
             url = None
     return MenuItem(number, item_type, display, selector, host, port, plus, url, external, mirror)
+
+
+def port_number(text: str) -> int:
+    """The port of a menu line's (decoded, stripped) port field; 0 when it is no port.
+
+    Its leading digits when a "+" follows them with no TAB between (``70+``: Gopher+ on),
+    because some servers write it so and the item is as reachable as any other."""
+    m = _PORT.fullmatch(text)
+    port = int(m[1]) if m else 0
+    return port if port < 65536 else 0
 
 
 def text_body(data: bytes) -> bytes:

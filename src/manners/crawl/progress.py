@@ -32,11 +32,16 @@ def size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def rate(s: Stats) -> str:
+    """Pages a second this run; "-" until a few seconds have passed (no rate from one page)."""
+    elapsed = time.time() - s.started
+    return f"{s.fetched / elapsed:.1f}" if elapsed >= 3 else "-"
+
+
 def status_line(s: Stats) -> str:
-    elapsed = max(time.time() - s.started, 1e-9)
     return (
         f"fetched {s.fetched}, queued {s.queued}, disallowed {s.disallowed}, errors {s.errors},"
-        f" redirects {s.redirects}, skipped {s.skipped}, {size(s.bytes)}, {s.fetched / elapsed:.1f} pages/s,"
+        f" redirects {s.redirects}, skipped {s.skipped}, {size(s.bytes)}, {rate(s)} pages/s,"
         f" hosts active {s.hosts_active}, waiting {len(s.waiting) + len(s.parked)}"
     )
 
@@ -103,10 +108,9 @@ class Progress:
         figures = Table.grid(padding=(0, 2))
         for _ in range(6):
             figures.add_column()
-        elapsed = max(time.time() - s.started, 1e-9)
         figures.add_row("fetched", str(s.fetched), "queued", str(s.queued), "bytes", size(s.bytes))
         figures.add_row("disallowed", str(s.disallowed), "errors", str(s.errors), "pages/s",
-                        f"{s.fetched / elapsed:.1f}")  # fmt: skip
+                        rate(s))  # fmt: skip
         figures.add_row("redirects", str(s.redirects), "skipped", str(s.skipped), "hosts active",
                         str(s.hosts_active))  # fmt: skip
         parts: list[Any] = [Text("manners crawl", style="bold"), figures]
@@ -151,6 +155,13 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
         "pages_per_second": round(s.fetched / elapsed, 2) if elapsed > 0 else 0.0,
         "parked": {safe(a): safe(why) for a, why in s.parked.items()},
         "recovered": getattr(crawler, "recovered", 0),
+        "requeued": getattr(crawler, "requeued", 0),
+        "dropped": s.dropped,
+        "whole": {
+            "pages": crawler.whole.get("pages", 0),
+            "queued": crawler.whole.get("queued", 0),
+            **{k: crawler.whole.get(k, 0) for k in ("fetched", "disallowed", "redirect", "error", "skipped")},
+        },
         "out": str(out),
         "files": files,
     }

@@ -6,9 +6,12 @@ when the log is opened again (a resumed crawl), that partial line is cut off, ba
 newline, before anything is appended, so the file stays one valid object per line.  The torn
 URL was still in flight in the frontier, so the resumed crawl settles it again and writes its line.
 
-Output is UTF-8 JSON.  Network text may hold bytes that are not UTF-8: ``bytes`` values are
-decoded with backslash escapes, and strings carrying lone surrogates (``surrogateescape``
-decoding) get the same treatment, so ``\\xff`` appears as the four characters ``\\xff``.
+Output is ASCII JSON (``ensure_ascii``): every character past ASCII, C1 and bidi controls
+(U+009B, U+202E) among them, is a ``\\u`` escape, so a terminal that ``cat``s the file never
+gets a control sequence from a server.  Network text may hold bytes that are not UTF-8:
+``bytes`` values are decoded with backslash escapes, and strings carrying lone surrogates
+(``surrogateescape`` decoding) get the same treatment, so ``\\xff`` appears as the four
+characters ``\\xff``.  The file is opened without following a symlink (``outdir``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from .outdir import open_nofollow
+
 
 class PageLog:
     """Appends records to ``path``, cutting a torn last line first (see the module docstring)."""
@@ -25,16 +30,16 @@ class PageLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.cut = _cut_torn_line(path)  # bytes dropped from a torn last line, for the record
-        self._out: BinaryIO = open(path, "ab")  # noqa: SIM115 (kept open; closed in close())
+        fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        self._out: BinaryIO = os.fdopen(fd, "r+b")  # kept open; closed in close()
+        self.cut = _cut_torn_line(self._out)  # bytes dropped from a torn last line, for the record
 
     def write(self, record: dict[str, object]) -> None:
         """Append ``record`` as one line and flush it."""
-        try:
-            line = json.dumps(record, ensure_ascii=False, default=_bytes).encode("utf-8")
-        except UnicodeEncodeError:
-            line = json.dumps(_clean(record), ensure_ascii=False, default=_bytes).encode("utf-8")
-        self._out.write(line + b"\n")
+        line = json.dumps(record, default=_bytes)
+        if "\\ud" in line:  # a surrogate: perhaps a lone one, from bytes that were not UTF-8
+            line = json.dumps(_clean(record), default=_bytes)
+        self._out.write(line.encode("ascii") + b"\n")
         self._out.flush()
 
     def close(self) -> None:
@@ -50,30 +55,25 @@ class PageLog:
         self.close()
 
 
-def _cut_torn_line(path: Path) -> int:
-    """Truncate ``path`` after its last newline if it does not end with one; return bytes cut."""
-    try:
-        handle = open(path, "r+b")  # noqa: SIM115 (closed below)
-    except FileNotFoundError:
-        return 0
-    with handle:
-        size = handle.seek(0, os.SEEK_END)
-        end = size
-        while end > 0:
-            start = max(0, end - 65536)
-            handle.seek(start)
-            chunk = handle.read(end - start)
-            if end == size and chunk.endswith(b"\n"):
-                return 0
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            end = start
-        else:
-            keep = 0
-        handle.truncate(keep)
-        return size - keep
+def _cut_torn_line(handle: BinaryIO) -> int:
+    """Truncate the file after its last newline if it does not end with one; return bytes cut."""
+    size = handle.seek(0, os.SEEK_END)
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        handle.seek(start)
+        chunk = handle.read(end - start)
+        if end == size and chunk.endswith(b"\n"):
+            return 0
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            keep = start + newline + 1
+            break
+        end = start
+    else:
+        keep = 0
+    handle.truncate(keep)
+    return size - keep
 
 
 def _bytes(value: object) -> str:

@@ -5,7 +5,9 @@ Each fetched URL gives a ``request`` and a ``response`` record pointing at each 
 ``application/gemini; msgtype=request|response``, the request block is the URL + CRLF and the
 response block the header line + body.  Gopher is ours, in the same shape: ``application/gopher;
 msgtype=request|response``, the request block is the selector (TAB search) + CRLF and the
-response block the raw bytes the server sent.
+response block the raw bytes the server sent.  A ``metadata`` record (``write_metadata``) says
+more about a capture, for example the certificate a Gemini server presented (PEM), and refers
+to the response record that ``write`` returned.
 
 Every record is its own gzip member, and each pair is flushed before ``write`` returns (and
 fsynced too with ``fsync=True``): a process killed mid-write leaves every earlier record
@@ -41,6 +43,8 @@ CONTENT_TYPES = {
     "gemini": ("application/gemini; msgtype=request", "application/gemini; msgtype=response"),
     "gopher": ("application/gopher; msgtype=request", "application/gopher; msgtype=response"),
 }
+
+_BREAKS = frozenset("\r\n")
 
 
 class WarcWriter:
@@ -79,31 +83,52 @@ class WarcWriter:
         scheme: Literal["gemini", "gopher"],
         fetched_at: float,
         ip: str | None = None,
-    ) -> None:
-        """Write the request and response records of ``url`` and make them durable."""
+    ) -> str:
+        """Write the request and response records of ``url`` and make them durable.
+
+        Returns the response record's WARC-Record-ID, for records that refer to it
+        (:meth:`write_metadata`)."""
         out, writer = self._open()
-        date = datetime_to_iso_date(
-            datetime.fromtimestamp(fetched_at, timezone.utc).replace(tzinfo=None), use_micros=True
-        )
-        ids = (f"<urn:uuid:{uuid.uuid4()}>", f"<urn:uuid:{uuid.uuid4()}>")
+        ids = (_record_id(), _record_id())
         for k, (kind, content_type, block) in enumerate(
             zip(("request", "response"), CONTENT_TYPES[scheme], (request, response), strict=True)
         ):
-            # Every header written here, digests included, so warcio has nothing left to compute or find.
-            digest = "sha1:" + base64.b32encode(hashlib.sha1(block).digest()).decode("ascii")
-            headers = [("WARC-Type", kind), ("WARC-Record-ID", ids[k]), ("WARC-Date", date),
-                       ("WARC-Target-URI", url), ("WARC-Concurrent-To", ids[1 - k])]  # fmt: skip
-            if ip:
-                headers.append(("WARC-IP-Address", ip))
-            headers += [("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest),
-                        ("Content-Type", content_type), ("Content-Length", str(len(block)))]  # fmt: skip
-            record = ArcWarcRecord("warc", kind, StatusAndHeaders(WARC_VERSION, headers), BytesIO(block),
-                                   None, content_type, len(block))  # fmt: skip
-            record.payload_length = len(block)
-            writer.write_record(record)
-        self._sync(out)
-        if out.tell() >= self.max_size:
-            self._finish()
+            _write_record(writer, kind, ids[k], url, fetched_at, ip, [("WARC-Concurrent-To", ids[1 - k])],
+                          content_type, block)  # fmt: skip
+        self._done(out)
+        return ids[1]
+
+    def write_metadata(
+        self,
+        url: str,
+        fields_or_block: Mapping[str, str] | bytes,
+        content_type: str,
+        fetched_at: float,
+        ip: str | None = None,
+        refers_to: str | None = None,
+    ) -> str:
+        """Write a ``metadata`` record about ``url`` and make it durable; returns its WARC-Record-ID.
+
+        The block is ``fields_or_block`` as is, or fields written as ``application/warc-fields``
+        (``name: value`` lines; ValueError if one would span lines).  For example a server's
+        certificate: the PEM with Content-Type ``application/x-pem-file``.  ``refers_to``: the
+        WARC-Record-ID of the record it describes (what :meth:`write` returned), written as
+        WARC-Refers-To and, since both come from one capture, WARC-Concurrent-To.
+        """
+        if isinstance(fields_or_block, Mapping):
+            if any(_BREAKS & set(f"{name}{value}") or ":" in name for name, value in fields_or_block.items()):
+                raise ValueError("a WARC field name or value with a line break, or a name with a colon")
+            block = "".join(f"{name}: {value}\r\n" for name, value in fields_or_block.items()).encode("utf-8")
+        else:
+            block = bytes(fields_or_block)
+        out, writer = self._open()
+        record_id = _record_id()
+        links = []
+        if refers_to is not None:
+            links = [("WARC-Refers-To", refers_to), ("WARC-Concurrent-To", refers_to)]
+        _write_record(writer, "metadata", record_id, url, fetched_at, ip, links, content_type, block)
+        self._done(out)
+        return record_id
 
     def close(self) -> None:
         self._finish()
@@ -138,6 +163,11 @@ class WarcWriter:
         self.paths.append(path)
         return out, writer
 
+    def _done(self, out: BinaryIO) -> None:
+        self._sync(out)
+        if out.tell() >= self.max_size:
+            self._finish()
+
     def _sync(self, out: BinaryIO) -> None:
         out.flush()
         if self.fsync:
@@ -149,6 +179,39 @@ class WarcWriter:
             os.fsync(self._file.fileno())  # whatever ``fsync`` says per record: durable once closed
             self._file.close()
         self._file = self._writer = None
+
+
+def _record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def _write_record(
+    writer: WARCWriter,
+    kind: str,
+    record_id: str,
+    url: str,
+    fetched_at: float,
+    ip: str | None,
+    links: list[tuple[str, str]],
+    content_type: str,
+    block: bytes,
+) -> None:
+    """One record, every header written here, digests included, so warcio has nothing left to
+    compute or find."""
+    date = datetime_to_iso_date(
+        datetime.fromtimestamp(fetched_at, timezone.utc).replace(tzinfo=None), use_micros=True
+    )
+    digest = "sha1:" + base64.b32encode(hashlib.sha1(block).digest()).decode("ascii")
+    headers = [("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Date", date),
+               ("WARC-Target-URI", url), *links]  # fmt: skip
+    if ip:
+        headers.append(("WARC-IP-Address", ip))
+    headers += [("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest),
+                ("Content-Type", content_type), ("Content-Length", str(len(block)))]  # fmt: skip
+    record = ArcWarcRecord("warc", kind, StatusAndHeaders(WARC_VERSION, headers), BytesIO(block),
+                           None, content_type, len(block))  # fmt: skip
+    record.payload_length = len(block)
+    writer.write_record(record)
 
 
 class _GzipMembers:

@@ -13,7 +13,7 @@ from .. import __version__
 from . import gemini, gopher, http
 from .locations import robots_locations
 from .net import Deadlines
-from .outcome import FetchResult, Outcome, unreachable
+from .outcome import GOPHER_SELECTORS, FetchResult, Outcome, unreachable
 
 __all__ = ["FetchResult", "Outcome", "fetch_robots", "robots_locations"]
 
@@ -26,6 +26,7 @@ async def fetch_robots(
     *,
     user_agent: str | None = None,
     known_hosts: MutableMapping[str, str] | None = None,
+    spacing: float = 0.0,
 ) -> FetchResult:
     """Fetch the robots.txt that governs ``url`` and say what it means.
 
@@ -33,7 +34,9 @@ async def fetch_robots(
     outcome.  ``timeout`` bounds the whole fetch, redirects and Gopher's several
     selectors included; connecting and each read also get at most 10 s.
     ``known_hosts`` maps ``host:port`` to Gemini certificate fingerprints (trust on
-    first use); by default this process remembers them.  ValueError for a URL no
+    first use); by default this process remembers them.  ``spacing`` is the pause between
+    two requests to the server when Gopher's selectors are tried in turn (a polite robot's
+    delay; the timeout does not count it).  ValueError for a URL no
     robots.txt can be fetched for.
     """
     if max_bytes < 1:
@@ -44,12 +47,13 @@ async def fetch_robots(
     if user_agent is None:
         user_agent = f"manners/{__version__}" if agent in ("", "*") else f"{agent} (manners/{__version__})"
     if scheme == "gopher":
-        work = gopher.fetch(location, deadlines, max_bytes)
+        work = gopher.fetch(location, deadlines, max_bytes, spacing)
     elif scheme == "gemini":
         work = gemini.fetch(location, deadlines, max_bytes, known_hosts)
     else:
         work = http.fetch(location, deadlines, max_bytes, user_agent)
+    pauses = spacing * (len(GOPHER_SELECTORS) - 1) if scheme == "gopher" else 0.0
     try:
-        return await asyncio.wait_for(work, deadlines.total)
+        return await asyncio.wait_for(work, deadlines.total + pauses)
     except asyncio.TimeoutError:
         return unreachable(location, "timeout", f"the fetch took longer than {timeout:g} s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import quote
 
 from .locations import split_authority
@@ -9,10 +10,13 @@ from .net import Deadlines, NetworkError, close, connect, read_to_eof
 from .outcome import GOPHER_SELECTORS, FetchResult, gopher_text, ok, unavailable, unreachable
 
 
-async def fetch(url: str, deadlines: Deadlines, max_bytes: int) -> FetchResult:
+async def fetch(url: str, deadlines: Deadlines, max_bytes: int, spacing: float = 0.0) -> FetchResult:
+    """``spacing``: seconds between two of the selectors tried, as between any two requests."""
     host, port = split_authority(url)
     authority = host if port == 70 else f"{host}:{port}"
-    for selector in GOPHER_SELECTORS:
+    for i, selector in enumerate(GOPHER_SELECTORS):
+        if i and spacing > 0:
+            await asyncio.sleep(spacing)
         source = f"gopher://{authority}/0{quote(selector, safe='/')}"
         try:
             raw = await request(host, port, selector, deadlines, max_bytes + 1)

@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from .address import POLICY
+
 
 @dataclass(frozen=True)
 class Deadlines:
@@ -49,8 +51,18 @@ async def connect(
 async def _connect(
     host: str, port: int, tls: ssl.SSLContext | None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Each of the host's addresses in turn (TLS still names the host)."""
+    """Each of the host's addresses in turn (TLS still names the host).
+
+    The address policy in force (``address.POLICY``) is checked on each address resolved, and
+    the connection made to that very address: nothing is resolved between check and connect.
+    """
     addresses = await resolve(host, port)
+    policy = POLICY.get()
+    if policy is not None:
+        allowed = [a for a in addresses if policy.refuse(host, port, a) is None]
+        if not allowed:
+            raise NetworkError("address-refused", policy.refuse(host, port, addresses[0]) or "refused")
+        addresses = allowed
     for i, address in enumerate(addresses):
         try:
             return await asyncio.open_connection(
