@@ -985,3 +985,49 @@ def test_pages_jsonl_escapes_every_non_ascii_character(tmp_path: Path) -> None:
     titles = {r["url"]: r["title"] for r in records(out)}
     assert titles[gemini_url(jet)] == "Evil \u202e title \u009b31m"
     assert titles[gemini_url(jet, "/b.gmi")] == "Caf\u00e9 \u2603"
+
+
+FULL_DISK = (
+    'mount -t tmpfs -o size=2m tmpfs "$1" && out="$1" && shift && { "$@" 2>"$ERR"; echo $? >"$STATUS";'
+    ' rm -rf "$out/warc"; "$@" --no-warc >/dev/null 2>&1; "$PY" -c "$READ" "$out"; }'
+)
+READ_FRONTIER = (
+    "import json, sqlite3, sys; db = sqlite3.connect(sys.argv[1] + '/frontier.sqlite3');"
+    " print(json.dumps(dict(db.execute('SELECT state, count(*) FROM urls GROUP BY state').fetchall())))"
+)
+
+
+def test_a_full_disk_mid_crawl_is_one_sentence_exit_1_and_nothing_is_lost(tmp_path: Path) -> None:
+    """A crawl file that cannot be written during the crawl (a 2 MiB tmpfs fills up with the WARC):
+    one sentence, exit 1; once there is room again, the resume fetches every page, none twice but
+    the one in flight."""
+    out = tmp_path / "out"
+    out.mkdir()
+    err, status = tmp_path / "first.err", tmp_path / "first.status"
+
+    def files(port: int) -> dict[str, str | bytes]:
+        big = {f"f{i}.txt": os.urandom(50_000).hex() for i in range(40)}  # incompressible in the WARC
+        return {
+            "robots.txt": ALLOW_ALL,
+            "gophermap": "".join(f"0File {i}\t/f{i}.txt\n" for i in range(40)),
+            **big,
+        }
+
+    with hole(tmp_path / "hole", files) as proxy:
+        seed = f"gopher://{HOST}:{proxy.port}/1/"
+        result = subprocess.run(
+            ["unshare", "-m", "sh", "-c", FULL_DISK, "sh", str(out),
+             *command(seed, "--out", out, "--min-delay", 0.01, *QUICK)],
+            capture_output=True, text=True, timeout=180,
+            env={**ENV, "READ": READ_FRONTIER, "ERR": str(err), "STATUS": str(status), "PY": sys.executable},
+        )  # fmt: skip
+        asked = [s for s in proxy.selectors() if s.startswith("/f")]
+    first = err.read_text()
+    assert status.read_text().strip() == "1", first
+    assert "Traceback" not in first, first
+    last = first.strip().splitlines()[-1]
+    assert "full" in last and "queued again when the crawl resumes" in last, first
+    states = json.loads(result.stdout.strip().splitlines()[-1])
+    assert states == {"done": 42}, states  # the menu, caps.txt and 40 files: all settled after the resume
+    assert sorted(set(asked)) == sorted(f"/f{i}.txt" for i in range(40))
+    assert len(asked) <= 41  # at most the one in flight when the disk filled was asked for twice

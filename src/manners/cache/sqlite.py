@@ -10,6 +10,7 @@ would stall every task of this process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -170,10 +171,11 @@ def run_transaction(
     """``work`` inside the transaction ``begin_immediate`` began: COMMIT, or ROLLBACK if it raises."""
     try:
         result = work(db)
+        db.execute("COMMIT")  # may fail too (a full disk): then it is rolled back like the work
     except BaseException as exc:
-        db.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.Error):  # a failed COMMIT may have ended the transaction
+            db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
             raise error(f"{what} failed: {exc}") from None
         raise
-    db.execute("COMMIT")
     return result

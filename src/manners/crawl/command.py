@@ -329,7 +329,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         if interrupted or failed:
             print(f"to resume: {resume}")
     if failed:
-        print(f"manners crawl: {failed}; requests in flight went back to the queue", file=sys.stderr)
+        print(f"manners crawl: {failed}; what was in flight is queued again when the crawl resumes",
+              file=sys.stderr)  # fmt: skip
         return 1
     return 130 if interrupted else 0
 

@@ -482,6 +482,7 @@ class SQLiteFrontier:
         """Queue ``work`` for a transaction shared with the changes asked for in the same turn of the
         event loop (group commit); the future is done once it is committed."""
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieved)
         self._pending.append((work, done))
         if self._committer is None or self._committer.done():
             self._committer = asyncio.ensure_future(self._commit())
@@ -521,6 +522,13 @@ def _attempt(
         return run(work)
     except Exception as exc:
         return exc
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    """A change's failure is its caller's to handle; a caller that has moved on (a crawl ending on
+    that very failure) leaves it unread, which is no reason for asyncio to print it."""
+    if not done.cancelled():
+        done.exception()
 
 
 def _deliver(batch: list[_Change], results: list[object]) -> None:
