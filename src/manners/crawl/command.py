@@ -43,9 +43,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "crawl",
         help="crawl Geminispace and Gopherspace politely; run again with the same --out to resume",
-        description="Crawl Geminispace and Gopherspace politely. A crawl keeps its robot (--agent, --role,"
-        " --profile, --scope) and its options in --out: a resume leaves them out, may raise a limit,"
-        " and is refused if it names another robot.",
+        description="Crawl Geminispace and Gopherspace politely.\n\nA crawl keeps its robot (--agent,"
+        " --role, --profile, --scope) and its options in --out:\na resume may leave them out and may raise"
+        " a limit; one that names another robot is refused.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..agents import require_token
 from ..fetch.address import POLICY, AddressPolicy, Network
-from ..fetch.certificate import read_certificate
+from ..fetch.certificate import Certificate, read_certificate
 from ..fetch.net import resolve
 from ..profiles import get_profile
 from ..robot import Robot, RobotDecision
@@ -55,6 +55,7 @@ FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 _Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
 MAX_URL = 1024  # bytes: a longer URL is never queued (no Gemini request or Gopher selector may be longer)
+WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
 SKIPPED_KEPT = 100  # links of one page recorded as skipped, at most (the rest are counted)
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 
@@ -260,6 +261,7 @@ class Crawler:
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
         self._cert_logged: set[str] = set()
         self._cert_archived: set[tuple[str, str]] = set()  # (authority, fingerprint) with a metadata record
+        self._warc_lock = asyncio.Lock()
         self._asked: dict[str, tuple[float, float]] = {}  # authority -> (robots.txt read at, spacing asked)
 
     # -- lifetime -----------------------------------------------------------------------
@@ -641,9 +643,11 @@ class Crawler:
 
     async def _gemini(self, auth: str, lease: Lease, decision: RobotDecision, r: Response) -> bool:
         url, depth, now = lease.url, lease.depth, time.time()
+        cert = read_certificate(r.certificate) if r.certificate else None
+        record = cert.record(_host_port(auth)[0], now, r.tofu or "new") if cert is not None else None
         base: dict[str, Any] = {"decision": decision, "status": r.status, "peer": r.peer,
                                 "certificate_changed": r.fingerprint_changed,
-                                "certificate": self._certificate(auth, r, now)}  # fmt: skip
+                                "certificate": record}  # fmt: skip
         if r.fingerprint_changed and auth not in self._cert_logged:
             self._cert_logged.add(auth)
             log.warning("%s: the certificate changed (was %s, now %s); going on", auth,
@@ -651,7 +655,7 @@ class Crawler:
         if r.error is not None or r.status is None:
             self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
-        self._archive(r, "gemini", now)
+        await self._archive(r, "gemini", now, auth, cert)
         action = meaning.gemini_action(r.status, r.meta, url)
         if action.kind == "store":
             mime = action.mime or "text/gemini"
@@ -681,7 +685,7 @@ class Crawler:
             problem = links.request_problem(target)
             if problem is not None:
                 self._skip_links(page, [links.Skipped(target[:200], problem)], 1)
-            follow = [target] if problem is None and self._wanted(target) else []
+            follow = [target] if problem is None and self._wanted(target, _item_type(target)) else []
             # the target keeps the depth of the URL that redirected: a redirect is no step deeper
             self._finish(page, follow, depth=depth, redirects=lease.redirects + 1, requested=True)
             return True
@@ -695,19 +699,6 @@ class Crawler:
         kind: Outcome = "skipped" if action.kind in ("input", "certificate") else "error"
         self._finish(Page(url, kind, depth, now, reason=action.reason, **base), requested=True)
         return True
-
-    def _certificate(self, auth: str, r: Response, now: float) -> dict[str, object] | None:
-        """What the server's certificate says, for pages.jsonl; the PEM once per host and
-        certificate in the WARC (a metadata record)."""
-        if not r.certificate:
-            return None
-        cert = read_certificate(r.certificate)
-        host, _ = _host_port(auth)
-        if self.warc is not None and (auth, cert.sha256) not in self._cert_archived:
-            self._cert_archived.add((auth, cert.sha256))
-            self.warc.write_metadata(f"{auth.replace(':1965', '')}/", cert.pem.encode("ascii"),
-                                     "application/x-pem-file", now, r.peer)  # fmt: skip
-        return cert.record(host, now, r.tofu or "new")
 
     async def _again(self, auth: str, lease: Lease, r: Response, base: dict[str, Any], wait: float,
                      slow: bool) -> bool:  # fmt: skip
@@ -737,7 +728,7 @@ class Crawler:
         if r.error is not None:
             self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
-        self._archive(r, "gopher", now)
+        await self._archive(r, "gopher", now)
         caps = _is_caps(url)
         binary = item_type in gophermap.BINARY_TYPES
         error = None if binary else gophermap.error_reply(r.body)
@@ -774,12 +765,12 @@ class Crawler:
             return False
         return self.scope == "any" or urls.authority(url) in self.scope_authorities
 
-    def _wanted(self, url: str) -> bool:
+    def _wanted(self, url: str, item_type: str | None) -> bool:
         """Whether a link is queued: in scope, and for Gopher an item type this robot fetches,
-        by the same rule wherever the link came from (menu, URL: line, gemtext, redirect)."""
+        by the same rule wherever the link came from (menu, URL: line, gemtext, redirect).
+        ``item_type``: the URL's own (``links.Link.item_type``, ``_item_type``)."""
         if not self._in_scope(url):
             return False
-        item_type = _item_type(url)
         return item_type is None or gophermap.fetchable(item_type, self.roles or ())
 
     async def _finish_with_links(self, page: Page, found: links.Found | None) -> None:
@@ -793,12 +784,14 @@ class Crawler:
         mirrors: list[str] = []
         seen: list[str] = []
         deep = self.max_depth is not None and depth > self.max_depth
-        for link in found.links:
+        for i, link in enumerate(found.links):
+            if i % 2048 == 2047:
+                await asyncio.sleep(0)  # thousands of links: other hosts' turns come in between
             if link.mirror:
                 mirrors.append(link.url)
                 continue
             seen.append(link.url)
-            if not deep and self._wanted(link.url):
+            if not deep and self._wanted(link.url, link.item_type):
                 follow.append(link.url)
                 if link.url.startswith("gopher:"):
                     await self._introduce_caps(link.url, depth)
@@ -827,9 +820,23 @@ class Crawler:
         host, port = _host_port(auth)
         await self.frontier.add(urls.gopher_url(host, port, "0", "caps.txt"), depth)
 
-    def _archive(self, r: Response, scheme: Literal["gemini", "gopher"], when: float) -> None:
-        if self.warc is not None:
-            self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
+    async def _archive(self, r: Response, scheme: Literal["gemini", "gopher"], when: float, auth: str = "",
+                       cert: Certificate | None = None) -> None:  # fmt: skip
+        """The request and response records, written before the page is settled (and a Gemini
+        server's certificate, as PEM in a metadata record, once per host and certificate).  A large
+        reply is compressed in a thread (zlib lets the GIL go), so a 5 MiB page stalls no other
+        host; the lock keeps records whole and in order."""
+        if self.warc is None:
+            return
+        async with self._warc_lock:
+            if cert is not None and (auth, cert.sha256) not in self._cert_archived:
+                self._cert_archived.add((auth, cert.sha256))
+                self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
+                                         "application/x-pem-file", when, r.peer)  # fmt: skip
+            if len(r.raw) < WARC_INLINE:
+                self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
+            else:
+                await asyncio.to_thread(self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer)
 
     def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0,
                 requested: bool = False) -> None:  # fmt: skip

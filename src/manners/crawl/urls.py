@@ -16,6 +16,7 @@ Selectors that are not UTF-8 survive as lone surrogates (``errors="surrogateesca
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -233,8 +234,21 @@ def normalise(url: str, base: str | None = None) -> str:
 
 
 def authority(url: str) -> str:
-    """``scheme://host:port`` with the port always written: the unit of politeness."""
-    a = _authority(_split(url.strip(_STRIP)))  # lower-cases, IDNA-encodes, drops the default port
+    """``scheme://host:port`` with the port always written: the unit of politeness.
+
+    Asked for every link a page holds, so the answer is kept per origin (the part before the
+    path): a page's thousands of links name a handful of them."""
+    url = url.strip(_STRIP)
+    m = _ORIGIN.match(url)
+    return _origin_authority(m[0] if m else url)
+
+
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _origin_authority(origin: str) -> str:
+    a = _authority(_split(origin))  # lower-cases, IDNA-encodes, drops the default port
     port = a.port if a.port is not None else DEFAULT_PORTS.get(a.scheme)
     return f"{a.scheme}://{a.host}" + (f":{port}" if port is not None else "")
 
