@@ -64,9 +64,11 @@ def run(kind: str, delay: float, pages: int) -> None:
             ]
             out = work / "out"
             cmd = [sys.executable, "-m", "manners", "crawl", *seeds, "--agent", "benchbot", "--out", str(out),
-                   "--min-delay", str(delay), "--max-pages", str(pages), "--cache", "memory", "--json"]  # fmt: skip
+                   "--min-delay", str(delay), "--max-pages", str(pages), "--cache", "memory"]  # fmt: skip
+            # PYTHONASYNCIODEBUG=1 shows which steps held the crawler's event loop for over 100 ms
+            shown = None if os.environ.get("PYTHONASYNCIODEBUG") else subprocess.DEVNULL
             start = time.perf_counter()
-            child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=None if os.environ.get("PYTHONASYNCIODEBUG") else subprocess.DEVNULL)
+            child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=shown)
             _, status, usage = os.wait4(child.pid, 0)
             wall = time.perf_counter() - start
             opened = [c.opened for c in trap.snapshot()]

@@ -9,10 +9,11 @@ to both; properties compare the two on generated pages and on the real files und
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manners.crawl import gemtext, links
+from manners.crawl import gemtext, links, urls
 from manners.crawl.gophermap import parse_menu
 from manners.crawl.links import (
     Found,
@@ -42,41 +43,48 @@ T = TypeVar("T")
 # -- the old way -------------------------------------------------------------------------
 
 
-def old_gemtext(text: str, base: str) -> tuple[list[tuple[str, str | None]], list[str], str | None]:
-    """(url, item type) of each link, the skipped targets, the title: as crawler.py did it."""
+Skips = list[tuple[str, str]]  # (target, reason)
+
+
+def refusal(exc: ValueError) -> str:
+    return f"it cannot be read as a URL the crawler can request ({exc})."
+
+
+def old_gemtext(text: str, base: str) -> tuple[list[tuple[str, str | None]], Skips, str | None]:
+    """(url, item type) of each link, the skipped targets and why, the title: as crawler.py did it."""
     found: dict[str, str | None] = {}
-    skipped: dict[str, None] = {}
+    skipped: dict[str, str] = {}
     for link in gemtext.links(text):
         try:
             url = normalise(link.target, base)
-        except ValueError:
-            skipped.setdefault(link.target)
+        except ValueError as exc:
+            skipped.setdefault(link.target, refusal(exc))
             continue
-        if request_problem(url) is not None:
-            skipped.setdefault(link.target)
+        problem = request_problem(url)
+        if problem is not None:
+            skipped.setdefault(link.target, problem)
             continue
         found.setdefault(url, gopher_ref(url).item_type if url.startswith("gopher:") else None)
-    return list(found.items()), list(skipped), gemtext.title(text)
+    return list(found.items()), list(skipped.items()), gemtext.title(text)
 
 
-def old_menu(
-    body: bytes,
-) -> tuple[list[tuple[str, str | None]], list[str], list[str], str | None, str | None]:
-    """(url, type) of the items, the mirrors' URLs, the skipped targets, title and error."""
+def old_menu(body: bytes) -> tuple[list[tuple[str, str | None]], list[str], Skips, str | None, str | None]:
+    """(url, type) of the items, the mirrors' URLs, the skipped targets and why, title and error."""
     menu = parse_menu(body)
     items: dict[str, str | None] = {}
     mirrors: dict[str, None] = {}
-    skipped: dict[str, None] = {}
+    skipped: dict[str, str] = {}
     for item in menu.items:
         if item.url is None:
             continue
         try:
             url = normalise(item.url)
-        except ValueError:
-            skipped.setdefault(item.url)
+        except ValueError as exc:
+            skipped.setdefault(item.url, refusal(exc))
             continue
-        if request_problem(url) is not None:
-            skipped.setdefault(item.url)
+        problem = request_problem(url)
+        if problem is not None:
+            skipped.setdefault(item.url, problem)
             continue
         if item.mirror:
             mirrors.setdefault(url)
@@ -88,7 +96,13 @@ def old_menu(
     assert tuple(u for u in menu.links() if u in items) == tuple(
         u for u in items if u in menu.links()
     )  # the oracle keeps parse_menu's order
-    return list(items.items()), [u for u in mirrors if u not in items], list(skipped), menu.title, menu.error
+    return (
+        list(items.items()),
+        [u for u in mirrors if u not in items],
+        list(skipped.items()),
+        menu.title,
+        menu.error,
+    )
 
 
 def assert_gemtext_agrees(text: str, base: str) -> Found:
@@ -96,7 +110,7 @@ def assert_gemtext_agrees(text: str, base: str) -> Found:
     expected, skipped, title = old_gemtext(text, base)
     assert [(link.url, link.item_type) for link in found.links] == expected
     assert not any(link.mirror for link in found.links)
-    assert [s.target for s in found.skipped] == [t[:200] for t in skipped[:100]]
+    assert [(s.target, s.reason) for s in found.skipped] == [(t[:200], why) for t, why in skipped[:100]]
     assert found.skipped_count == len(skipped)
     assert found.title == title and found.error is None and found.more == 0
     return found
@@ -107,7 +121,7 @@ def assert_menu_agrees(body: bytes) -> Found:
     items, mirrors, skipped, title, error = old_menu(body)
     assert [(link.url, link.item_type) for link in found.links if not link.mirror] == items
     assert [link.url for link in found.links if link.mirror] == mirrors
-    assert [s.target for s in found.skipped] == [t[:200] for t in skipped[:100]]
+    assert [(s.target, s.reason) for s in found.skipped] == [(t[:200], why) for t, why in skipped[:100]]
     assert found.skipped_count == len(skipped)
     assert (found.title, found.error, found.more) == (title, error, 0)
     return found
@@ -191,6 +205,8 @@ def test_fast_normalisation_without_base(target: str) -> None:
         ("gemini://example.org:1966", "gemini://h/"),
         ("GEMINI://Example.ORG:1965/x", "gemini://h/"),  # its head normalised once, then reused
         ("https://www.example.com/x?id=1", "gemini://h/"),
+        ("gemini://example.org?q=1", "gemini://h/"),  # no path: "/" and the query
+        ("gopher://example.org?x", "gemini://h/"),  # a "?" item type
         ("gopher://example.org/0/a/../b", "gemini://h/"),
         ("gopher://example.org/1", "gemini://h/"),
         ("gopher://example.org:70/0/a%20b", "gemini://h/"),
@@ -203,6 +219,25 @@ def test_fast_normalisation_without_base(target: str) -> None:
 def test_fast_path_takes_the_common_shapes(target: str, base: str) -> None:
     fast = _Normaliser(base).fast(target)
     assert fast is not None and fast == normalise(target, base)
+
+
+@pytest.mark.parametrize("base", ["gemini://h/dir/", "gopher://h/1/dir/"])
+@pytest.mark.parametrize("case", [str.upper, str.lower])
+def test_every_escape(base: str, case: Callable[[str], str]) -> None:
+    """Each of the 256 escapes in a path, a relative name and a URL: where urls.normalise keeps
+    it as written, the fast path takes it; elsewhere it leaves it alone."""
+    norm = _Normaliser(base)
+    kept = 0
+    for byte in range(256):
+        escape = case(f"%{byte:02X}")
+        for target in (f"/a{escape}b", f"a{escape}", f"gemini://x/{escape}", f"gopher://x/0{escape}"):
+            expected = normalise(target, base)
+            fast = norm.fast(target)
+            stays = expected.endswith(target.rsplit("/", 1)[-1]) and request_problem(expected) is None
+            assert fast == (expected if stays else None), (target, expected, fast)
+            kept += stays
+    # the escapes, in upper case, of what a URL cannot hold raw (in lower case: those of digits only)
+    assert kept > (300 if case is str.upper else 100)
 
 
 @pytest.mark.parametrize(
@@ -250,6 +285,24 @@ def test_gemtext_links_agree_with_the_old_way(lines: list[str], newline: str, ba
     assert_gemtext_agrees(newline.join(lines), base)
 
 
+@contextlib.contextmanager
+def windows_of(size: int) -> Iterator[None]:
+    """Scan in windows of ``size`` characters, so that window edges fall everywhere."""
+    saved = links.WINDOW
+    links.WINDOW = size
+    try:
+        yield
+    finally:
+        links.WINDOW = saved
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(GEM_LINES, max_size=25), st.sampled_from(["\n", "\r\n"]), st.integers(1, 30))
+def test_gemtext_links_agree_across_window_edges(lines: list[str], newline: str, window: int) -> None:
+    with windows_of(window):
+        assert_gemtext_agrees(newline.join(lines), "gemini://h/dir/page")
+
+
 def test_gemtext_example() -> None:
     text = (
         "# A capsule\r\n"
@@ -278,25 +331,39 @@ def test_gemtext_example() -> None:
     assert "search part" in found.skipped[1].reason and found.title == "A capsule"
 
 
+@pytest.mark.parametrize(
+    ("text", "base", "url"),
+    [
+        ("=> /1\n", "gopher://h/1/x", "gopher://h/"),
+        ("=> 1\n", "gopher://h/", "gopher://h/"),
+        ("=> 1\n", "gopher://h/1/dir/", "gopher://h/1/dir/1"),
+        ("=> gopher://h/1#top\n", "gemini://h/", "gopher://h/"),
+        ("=> ../0/x\n", "gopher://h/1/dir/", "gopher://h/1/dir/../0/x"),
+    ],
+)
+def test_gemtext_gopher_root(text: str, base: str, url: str) -> None:
+    assert [link.url for link in assert_gemtext_agrees(text, base).links] == [url]
+
+
 def test_gemtext_max_links_counts_the_rest() -> None:
     text = "".join(f"=> /p{i % 50}\n" for i in range(200)) + "# Late title\n=> mailto:x\n"
     found = gemtext_links(text, "gemini://h/", max_links=10)
     assert [link.url for link in found.links] == [f"gemini://h/p{i}" for i in range(10)]
-    assert found.more == 41  # 40 more distinct targets and the mailto:, not normalised
+    assert found.more == 161  # the lines after the 10th link, less those repeating one of the 10
     assert found.skipped_count == 0 and found.title == "Late title"
     none = gemtext_links(text, "gemini://h/", max_links=0)
-    assert none.links == [] and none.more == 51
+    assert none.links == [] and none.more == 201
 
 
 def test_gemtext_normalises_each_target_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = links.urls.normalise
+    real = urls.normalise
 
     def counting(url: str, base: str | None = None) -> str:
         calls.append(url)
         return real(url, base)
 
-    monkeypatch.setattr(links.urls, "normalise", counting)
+    monkeypatch.setattr(urls, "normalise", counting)  # the module links.py calls
     text = "=> caf\u00e9.gmi\n=> /page\n" * 50 + "=> caf\u00e9.gmi#other\n"
     found = gemtext_links(text, "gemini://h/")
     assert [link.url for link in found.links] == ["gemini://h/caf%C3%A9.gmi", "gemini://h/page"]
@@ -403,6 +470,7 @@ def test_menu_titles(body: bytes, title: str | None) -> None:
         b"1A\t/a\th\t70\n+short\n+long\t/b\th\t70\n",  # short "+" becomes i, so the long one is i
         b"+\t/b\th\t70\n",  # an orphan "+": no link
         b"0A\t/a\th\t70\n\t\t\t\n+B\t/b\th\t70\n",  # a blank line of TABs is no item
+        b"0A\t/a\th\t70\n \t\t\t\t \r\n+B\t/b\th\t70\n",  # nor one of four fields
         b" A\t/a\th\t70\n+B\t/b\th\t70\n",  # a " " type
     ],
 )
@@ -417,7 +485,7 @@ def test_menu_error_and_max_links() -> None:
     body += b"+Mirror\t/m\th\t70\r\niNo link\t\th\t70\r\n0Bad host\t/x\t\t70\r\n"
     found = menu_links(body, max_links=5)
     assert [link.url for link in found.links] == [f"gopher://h/0/i{i}" for i in range(5)]
-    assert found.more == 96  # the other item lines and the mirror, not the i line nor the bad host
+    assert found.more == 81  # the item lines after the 5th link, less the 15 repeating one, and the mirror
 
 
 MENU_TYPES = st.sampled_from([*"0015791+++iiih3gI ?/", "\t", "\xff", "\u00e9", ".", ""])
@@ -456,10 +524,11 @@ PORTS = st.sampled_from(["70", "70+", " 70 ", "0", "99999", "65535", "7070", "x"
 
 @st.composite
 def menu_lines(draw: st.DrawFn) -> bytes:
-    fields = [draw(MENU_TEXT), draw(SELECTORS), draw(HOSTS), draw(PORTS)]
+    fields: list[str] = [draw(MENU_TEXT), draw(SELECTORS), draw(HOSTS), draw(PORTS)]
     fields = fields[: draw(st.integers(1, 4))] + draw(st.sampled_from([[], ["+"], ["+", "x"]]))
-    line = draw(MENU_TYPES) + "\t".join(fields)
-    return line.encode("utf-8", "surrogateescape").replace("\xff\xfe".encode(), b"\xff\xfe")
+    kind: str = draw(MENU_TYPES)
+    line = (kind + "\t".join(fields)).encode("utf-8", "surrogateescape")
+    return line.replace("\xff\xfe".encode(), b"\xff\xfe")  # bytes that are not UTF-8
 
 
 MENU_BODIES = st.lists(
@@ -472,6 +541,13 @@ MENU_BODIES = st.lists(
 @given(MENU_BODIES, st.sampled_from([b"\n", b"\r\n"]), st.booleans())
 def test_menu_links_agree_with_parse_menu(lines: list[bytes], newline: bytes, final_dot: bool) -> None:
     assert_menu_agrees(newline.join(lines) + (b"\r\n.\r\n" if final_dot else b""))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MENU_BODIES, st.integers(1, 60))
+def test_menu_links_agree_across_window_edges(lines: list[bytes], window: int) -> None:
+    with windows_of(window):
+        assert_menu_agrees(b"\r\n".join(lines))
 
 
 @settings(max_examples=500, deadline=None)

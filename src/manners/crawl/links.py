@@ -8,18 +8,22 @@ menu's links are ``gophermap.parse_menu``'s (``URL:`` targets through
 
 - One regular-expression pass over the page finds the link lines: no list of lines
   and no object per line, so a million-line menu costs the memory of its bytes.
-- The shapes nearly every link has (an absolute path of safe characters, a plain
-  relative name, a gemini:// or gopher:// URL already in normal form) are normalised
-  by gluing the target onto a prefix that ``urls.normalise`` itself computed for the
-  page; any other shape goes to ``urls.normalise``.  The property tests hold the two
-  roads to the same answer.
-- A target is normalised once per page, and past ``max_links`` distinct links the
-  rest are only counted.
+- The shapes nearly every link has (an absolute path, a relative name, "../" and a
+  name, a gemini://, gopher:// or http(s):// URL with a plain host name), of characters
+  and escapes that normalisation leaves as they are, are normalised by gluing the target
+  onto a prefix that ``urls.normalise`` itself computed for the page (or for the URL's
+  scheme://host, once per host); any other target goes to ``urls.normalise``, once per
+  page.  The property tests hold the two roads to the same answer.
+- Past ``max_links`` distinct links the rest are only counted.
+- A link is kept as two strings until the end, then made a Link in a batch, from C.
 - The ``_async`` variants give the event loop back every few milliseconds, so a
   5 MiB page never stalls the other connections.
 
 A link the crawler could never request is no link: it goes to ``Found.skipped`` with
 the reason (``urls.normalise`` refused it, or ``request_problem`` names what is wrong).
+Links are distinct by URL, the first one kept, except that an item and a Gopher "+"
+mirror with the same URL make one Link, the item's, where the item is (the crawler
+follows items and only records mirrors).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ TARGET_CUT = 200  # characters of a skipped target kept
 # could hold the event loop: it is skipped unread.
 LONGEST_TARGET = 8 * MAX_REQUEST_BYTES
 SLICE = 0.005  # seconds of work between two returns to the event loop (async variants)
+MEMO_MAX = 50_000  # entries per memo (hosts, directories, targets): memory stays bounded
 WINDOW = 1 << 16  # characters of page scanned between two looks at the clock
 
 
@@ -53,13 +58,13 @@ class Link:
     """One distinct link of a page, ready for the frontier."""
 
     url: str  # normalised absolute URL (urls.normalise result), any scheme
-    item_type: str | None  # Gopher item type of a gopher:// URL ("1" when the path is empty), else None
+    item_type: str | None  # a gopher:// URL's item type as urls.gopher_ref reads it ("1": empty path)
     mirror: bool = False  # a Gopher "+" line (alternative of the previous item): recorded, not crawled
 
 
 # The scans make Links by filling their slots from C (map over the slot setters): the same
-# objects as Link(url, item_type, mirror), made five times faster, since a frozen dataclass's
-# __init__ calls object.__setattr__ per field (it was a third of the cost of a link).
+# objects as Link(url, item_type, mirror) in under half the time, since a frozen dataclass's
+# __init__ calls object.__setattr__ once per field.
 _new = object.__new__
 _set_url = Link.__dict__["url"].__set__
 _set_type = Link.__dict__["item_type"].__set__
@@ -79,7 +84,7 @@ class Found:
     """What a page links to."""
 
     links: list[Link]  # distinct by url, page order, at most max_links (mirrors count too)
-    more: int  # link lines past max_links: counted, not normalised
+    more: int  # link lines past max_links (less those plainly repeating a kept link): counted, not normalised
     skipped: list[Skipped]  # at most SKIPPED_KEPT kept; skipped_count has the total
     skipped_count: int
     title: str | None  # gemtext: first "# " heading; menu: first i-line with selector TITLE
@@ -111,7 +116,7 @@ def _inspect(url: str) -> tuple[str | None, str | None]:
         line = ref.selector if ref.search is None else ref.selector + ref.search
         if "\r" in line or "\n" in line or "\0" in line:
             return _BROKEN, item_type
-        if "\t" in ref.selector or (ref.search is not None and item_type != "7"):
+        if ref.search is not None and item_type != "7":  # gopher_ref split the selector at its TAB
             return _searching(item_type), item_type
         try:
             size = len(urls.selector_bytes(ref.selector))
@@ -138,6 +143,10 @@ def _searching(item_type: str) -> str:
 
 def _long_selector(size: int) -> str:
     return f"its selector is {size:,} bytes long, over the {MAX_REQUEST_BYTES:,} a request may carry."
+
+
+def _too_long(size: int) -> str:
+    return f"it is {size:,} characters long, far over the {MAX_REQUEST_BYTES:,} bytes a request may carry."
 
 
 def _long_url(size: int) -> str:
@@ -170,12 +179,13 @@ _SHAPES = (
     rf"|((?:\.\.?/)+)((?:{_RELATIVE})?|\?[{_Q}]*)"
 )
 _TARGET = re.compile(rf"(?:{_SHAPES})(?:#.*)?", re.DOTALL)  # and a fragment: dropped
+_HOSTLESS = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:(?!//)")  # a scheme (as urls reads one), no authority
 # An escape urls.normalise would rewrite: not two upper-case hex digits, or the escape of an
 # unreserved character (decoded); for Gopher, of any character a URL may hold raw (decoded,
 # then not escaped again), or of TAB, CR, LF and NUL (which request_problem refuses).
 _ESCAPE_CHANGES = re.compile(r"%(?![0-9A-F]{2})|%(?:2[DE]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])")
 _GOPHER_ESCAPE_CHANGES = re.compile(
-    r"%(?![0-9A-F]{2})|%(?:0[09AD]|2[146-9A-F]|3[0-9ABDF]|4[0-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])|%00"
+    r"%(?![0-9A-F]{2})|%(?:0[09AD]|2[146-9A-F]|3[0-9ABDF]|4[0-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])"
 )
 # scheme://host[:port] as urls.normalise writes it: lower case, labels of 1-63 characters
 # (the IDNA codec's rule for an ASCII name), a port without leading zero
@@ -241,6 +251,9 @@ class _Normaliser:
         self.escapes = (_GOPHER_ESCAPE_CHANGES if self.gopher else _ESCAPE_CHANGES).search
         self.dotted: dict[str, str | None] = {}  # "../../": the prefix "../../x" gets
         self.heads: dict[str, tuple[str, bool]] = {}  # scheme://authority: _head's answer
+        # why urls.normalise refuses a target with a scheme and no "//" (mailto:, tel:), the
+        # same for all of them: there is no host to ask
+        self.hostless: str | None = None
 
     def fast(self, target: str) -> str | None:
         """The normalised URL, or None when the target needs ``urls.normalise``."""
@@ -267,7 +280,9 @@ class _Normaliser:
                 prefix = self.dotted[dots]
             else:
                 base = self.base if self.absolute is not None else None
-                prefix = self.dotted[dots] = _prefix(base, dots + "x", "x") if base is not None else None
+                prefix = _prefix(base, dots + "x", "x") if base is not None else None
+                if len(self.dotted) < MEMO_MAX:
+                    self.dotted[dots] = prefix
         if prefix is None:
             return None
         if "%" in kept and self.escapes(kept):
@@ -281,7 +296,9 @@ class _Normaliser:
         and query, of the characters _SHAPES allows), or None for urls.normalise to do."""
         known = self.heads.get(raw)
         if known is None:
-            known = self.heads[raw] = _head(raw) if not self.refuses else _REFUSED
+            known = _head(raw) if not self.refuses else _REFUSED
+            if len(self.heads) < MEMO_MAX:
+                self.heads[raw] = known
         head, gopher = known
         if not head:
             return None
@@ -308,11 +325,17 @@ class _Normaliser:
         if hash_ >= 0:
             text = text[: hash_ + 1]  # the fragment is dropped anyway: never read it
         if len(text) > LONGEST_TARGET:
-            return f"it is {len(text):,} characters long, far over the {MAX_REQUEST_BYTES:,} bytes a request may carry."  # noqa: E501
+            return _too_long(len(text))
+        hostless = _HOSTLESS.match(text) is not None
+        if hostless and self.hostless is not None:
+            return self.hostless
         try:
             url = urls.normalise(text, self.base)
         except ValueError as exc:
-            return f"it cannot be read as a URL the crawler can request ({exc})."
+            reason = f"it cannot be read as a URL the crawler can request ({exc})."
+            if hostless:
+                self.hostless = reason  # and so for every other such target
+            return reason
         problem, item_type = _inspect(url)
         return problem if problem is not None else (url, item_type)
 
@@ -324,7 +347,7 @@ class _Collect:
     """Distinct links in page order, skipped targets, and the count past max_links.
 
     A link is kept as url -> item type (a dict holding only strings, which the garbage
-    collector does not track) and becomes a Link at the end, all at once (``_made``)."""
+    collector does not track) and becomes a Link at the end, in batches (``found``)."""
 
     def __init__(self, max_links: int) -> None:
         self.max_links = max_links
@@ -335,15 +358,17 @@ class _Collect:
         self.skipped: list[Skipped] = []
         self.skipped_count = 0
         self.done: set[str] = set()  # targets already handled (the per-call memo)
-        self.done_max = 4 * max(max_links, 0) + 1024  # a memo of bounded size
+        self.done_max = MEMO_MAX
         self.refused: set[str] = set()  # targets skipped so far
 
-    def skip(self, target: str, reason: str) -> None:
-        """Record a target that can never be requested, once per page."""
-        if target in self.refused:
+    def skip(self, target: str, reason: str, key: str | None = None) -> None:
+        """Record a target that can never be requested, once per page (per ``key``, the
+        target unless given)."""
+        key = target if key is None else key
+        if key in self.refused:
             return
         if len(self.refused) < self.done_max:
-            self.refused.add(target)
+            self.refused.add(key)
         self.skipped_count += 1
         if len(self.skipped) < SKIPPED_KEPT:
             self.skipped.append(Skipped(target[:TARGET_CUT], reason))
@@ -365,21 +390,21 @@ class _Collect:
         self, budget: float | None, title: str | None, error: str | None = None
     ) -> Generator[None, None, Found]:
         """The Found, its Links made a batch at a time (a yield between two batches)."""
-        urls = list(self.seen)
+        order = list(self.seen)
         links: list[Link] = []
-        for start in range(0, len(urls), _BATCH):
-            batch = urls[start : start + _BATCH]
+        for start in range(0, len(order), _BATCH):
+            batch = order[start : start + _BATCH]
             made = list(map(_new, itertools.repeat(Link, len(batch))))
             _drain(map(_set_url, made, batch))
             _drain(map(_set_type, made, map(self.seen.__getitem__, batch)))
             _drain(map(_set_mirror, made, map(self.mirrors.__contains__, batch)))
             links += made
-            if budget is not None and start + _BATCH < len(urls):
+            if budget is not None and start + _BATCH < len(order):
                 yield
         return Found(links, self.more, self.skipped, self.skipped_count, title, error)
 
 
-_BATCH = 20_000  # Links made between two yields
+_BATCH = 10_000  # Links made between two yields (async)
 _drain: Callable[[Iterable[Any]], None] = collections.deque(maxlen=0).extend  # runs an iterator out, in C
 
 
@@ -488,11 +513,8 @@ def _gemtext(text: str, base: str, max_links: int, budget: float | None) -> Gene
             if url is not None:
                 if url in seen:
                     continue
-                if full:  # counted, once each (while the memo has room)
-                    if url not in done:
-                        out.more += 1
-                        if len(done) < done_max:
-                            done.add(url)
+                if full:
+                    out.more += 1
                     continue
                 if len(url) > MAX_REQUEST_BYTES:
                     problem, item_type = _inspect(url)
@@ -512,11 +534,11 @@ def _gemtext(text: str, base: str, max_links: int, budget: float | None) -> Gene
                         continue
             if target in done:
                 continue
-            if len(done) < done_max:
-                done.add(target)
             if full:
                 out.more += 1
                 continue
+            if len(done) < done_max:
+                done.add(target)
             result = norm.slow(target)
             if isinstance(result, str):
                 out.skip(target, result)
@@ -674,17 +696,19 @@ def _menu(body: bytes, max_links: int, budget: float | None) -> Generator[None, 
                 raw_type, selector, field = m.group(1, 2, 3)
                 place = places.get(field)
                 if place is None:
-                    place = places[field] = _place(field)
+                    place = _place(field)
+                    if len(places) < MEMO_MAX:
+                        places[field] = place
                 if not place:
-                    continue
-                if out.full:
-                    out.more += 1
                     continue
                 path = (raw_type + selector).decode("ascii")
                 url = place + path if path != "1" else place
                 if url in seen:
                     if url in mirrors:
                         add(url, path[0])
+                    continue
+                if out.full:
+                    out.more += 1
                     continue
                 if len(url) > MAX_REQUEST_BYTES:
                     n = len(selector)
@@ -752,21 +776,28 @@ def _menu(body: bytes, max_links: int, budget: float | None) -> Generator[None, 
             field = m[7]
             place = places.get(field)
             if place is None:
-                place = places[field] = _place(field)
+                place = _place(field)
+                if len(places) < MEMO_MAX:
+                    places[field] = place
             if not place:
                 continue
             if out.full:
                 out.more += 1
                 continue
-            # what urls.gopher_url writes after the authority (and urls.normalise keeps)
             path = item_type + urls.selector_text(selector)
+            if len(selector) > MAX_REQUEST_BYTES:  # not escaped whole: that could take long
+                broken = b"\r" in selector or b"\0" in selector
+                shown = place + quote(path[:TARGET_CUT], safe=_QUERY_SAFE, errors="surrogateescape")
+                out.skip(shown, _BROKEN if broken else _long_selector(len(selector)), key=place + path)
+                continue
+            # what urls.gopher_url writes after the authority (and urls.normalise keeps)
             url = place + ("" if path == "1" else quote(path, safe=_QUERY_SAFE, errors="surrogateescape"))
-            if url in seen and (mirror or url not in mirrors):
+            if url in seen:
+                if not mirror and url in mirrors:
+                    add(url, item_type)
                 continue
             if b"\r" in selector or b"\0" in selector:  # no LF: it would have ended the line
                 out.skip(url, _BROKEN)
-            elif len(selector) > MAX_REQUEST_BYTES:
-                out.skip(url, _long_selector(len(selector)))
             elif len(url) > MAX_REQUEST_BYTES:
                 out.skip(url, _long_url(len(url)))
             else:
