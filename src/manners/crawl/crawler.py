@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -801,13 +800,17 @@ class Crawler:
         self._finish(page, follow, depth=depth, requested=True)
 
     def _skip_links(self, page: Page, skipped: Iterable[links.Skipped], count: int) -> None:
-        """A page's links that can never be requested: one pages.jsonl line each (the first 100)."""
+        """A page's links that can never be requested: one pages.jsonl line each (the first 100).
+
+        A target of another scheme (``mailto:``, ``news:``) is no link a crawler would follow, so
+        it is left out, as out-of-scope links are."""
         now = time.time()
-        for s in itertools.islice(skipped, SKIPPED_KEPT):
+        ours = [s for s in skipped if _scheme_of(s.target) in (None, *SCHEMES)]
+        for s in ours[:SKIPPED_KEPT]:
             self.pages.write(
                 Page(s.target, "skipped", page.depth + 1, now, reason=s.reason, parent=page.url).record()
             )
-        self.stats.skipped += count
+        self.stats.skipped += len(ours) + max(count - SKIPPED_KEPT, 0)
 
     async def _introduce_caps(self, url: str, depth: int) -> None:
         """caps.txt is read once per Gopher server (the frontier keeps each URL once)."""
@@ -901,6 +904,14 @@ def _item_type(url: str) -> str | None:
         return None
     try:
         return urls.gopher_ref(url).item_type
+    except ValueError:
+        return None
+
+
+def _scheme_of(target: str) -> str | None:
+    """A link's scheme as written (None: a relative reference, or no URL at all)."""
+    try:
+        return urls.scheme(target)
     except ValueError:
         return None
 
