@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from proxy import _Loop
 
@@ -236,3 +239,31 @@ def byte_logger(gopher: bool = False) -> Iterator[Logged]:
         return
     with gopher_server(lambda selector, port: b"iNothing here\tTITLE\tnull.host\t1\r\n.\r\n") as info:
         yield info
+
+
+PEAKS: dict[int, int] = {}  # pid -> peak resident bytes seen by wait_measured
+
+
+def wait_measured(pid: int, limit: float, what: object) -> int:
+    """Wait for child ``pid`` (killed after ``limit`` s: AssertionError), sampling its peak RSS
+    (``VmHWM``, the high-water mark of its own address space after exec) every 20 ms into
+    ``PEAKS[pid]``; return its exit status."""
+    deadline = time.monotonic() + limit
+    peak = 0
+    while True:
+        try:
+            status_text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            status_text = ""
+        for line in status_text.splitlines():
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]) * 1024)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            PEAKS[pid] = peak
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"still running after {limit:g} s: {what}")
+        time.sleep(0.02)
