@@ -1,5 +1,8 @@
 """Benchmark: link extraction and normalisation, links.py against the old path, and its bounds.
 
+links.py drives the engine's scanners (manners-core's smallnet module, through
+manners._core); the old path is gemtext.links / gophermap.parse_menu and urls.normalise.
+
 Throughput, in links/s (link lines read, resolved, normalised and deduplicated per second of
 one core), the best of --rounds runs:
 

@@ -303,6 +303,27 @@ def test_gemtext_links_agree_across_window_edges(lines: list[str], newline: str,
         assert_gemtext_agrees(newline.join(lines), "gemini://h/dir/page")
 
 
+ASCII_ESCAPES = st.lists(
+    st.sampled_from(
+        ["a", "Z", "/", ".", "..", "?", ":", "%", "%7e", "%7E", "%2e", "%2F", "%zz", "%4", "<", "|", "\\"]
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.one_of(ASCII_ESCAPES, ASCII_ESCAPES.map(lambda t: "/" + t)), max_size=6),
+    st.sampled_from(["", "gemini://h", "https://Example.org:8443", "gopher://h/1"]),
+    st.sampled_from(BASES[:14]),
+)
+def test_engine_escapes_agree(targets: list[str], head: str, base: str) -> None:
+    """The engine normalises ASCII escapes and characters itself: as urls.normalise does."""
+    prefix = head + "/" if head and targets and not targets[0].startswith("/") else head
+    assert_gemtext_agrees("".join(f"=> {prefix}{t}\n" for t in targets), base)
+
+
 def test_gemtext_example() -> None:
     text = (
         "# A capsule\r\n"

@@ -1,7 +1,7 @@
 """Types of manners._core, the binding of the Rust engine (crates/manners-py)."""
 
 from collections.abc import Iterable
-from typing import final
+from typing import Any, final
 
 from typing_extensions import disjoint_base
 
@@ -11,6 +11,8 @@ from .robots import Decision, Diagnostic, Group, Line
 __all__ = [
     "FIELD_SPELLINGS",
     "MAX_LINE_BYTES",
+    "GemtextScan",
+    "MenuScan",
     "Profile",
     "RobotsTxt",
     "agent_token",
@@ -27,6 +29,53 @@ __all__ = [
 
 MAX_LINE_BYTES: int
 FIELD_SPELLINGS: frozenset[str]
+
+# a batch of links: (urls, item types, mirror flags, indices in the batch of the types to decode
+# from their URL)
+_LinkLists = tuple[list[str], list[str | None], list[bool], list[int]]
+
+@final
+class GemtextScan:
+    """A gemtext page's links, scanned by the engine (driven by manners.crawl.links)."""
+
+    def __new__(
+        cls,
+        text: bytes,
+        absolute: str | None,
+        relative: str | None,
+        gopher: bool,
+        refuses: bool,
+        max_links: int,
+    ) -> GemtextScan: ...
+    def step(self, budget: int) -> tuple[Any, ...]: ...
+    def set_head(self, raw: str, head: str | None, gopher: bool) -> None: ...
+    def set_dots(self, dots: str, prefix: str | None) -> None: ...
+    def add(self, url: str, item_type: str | None) -> None: ...
+    @property
+    def full(self) -> bool: ...
+    @property
+    def more(self) -> int: ...
+    def title(self) -> bytes | None: ...
+    def finish(self) -> int: ...
+    def links(self, start: int, stop: int) -> _LinkLists: ...
+
+@final
+class MenuScan:
+    """A Gopher menu's links, scanned by the engine (driven by manners.crawl.links)."""
+
+    def __new__(cls, body: bytes, max_links: int) -> MenuScan: ...
+    def step(self, budget: int) -> tuple[Any, ...]: ...
+    def set_place(self, field: bytes, place: str) -> None: ...
+    def remember(self, target: str, url: str | None, item_type: str | None) -> None: ...
+    def add(self, url: str, item_type: str | None, mirror: bool) -> None: ...
+    def count_more(self) -> None: ...
+    @property
+    def full(self) -> bool: ...
+    @property
+    def more(self) -> int: ...
+    def title(self) -> str | None: ...
+    def finish(self) -> int: ...
+    def links(self, start: int, stop: int) -> _LinkLists: ...
 
 @final
 class Profile:

@@ -13,6 +13,7 @@ pub mod profile;
 pub mod repr;
 pub mod robots;
 pub mod rule;
+pub mod smallnet;
 pub mod table;
 pub mod target;
 #[cfg(test)]

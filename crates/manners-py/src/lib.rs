@@ -13,11 +13,11 @@ use std::sync::{Arc, OnceLock};
 
 use manners_core::line::Kind;
 use manners_core::profile::{Preamble, Roles, Target};
-use manners_core::{target, Profile, RobotsTxt};
+use manners_core::{smallnet, target, Profile, RobotsTxt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString, PyTuple};
 
 /// Every file is parsed, and first answered (groups chosen, rules read), with the GIL
 /// released: threads parse in parallel, and even a small file's work outweighs giving the
@@ -841,6 +841,8 @@ fn head_lines(py: Python<'_>, data: &Bound<'_, PyBytes>, n: usize) -> Py<PyBytes
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProfile>()?;
     m.add_class::<PyRobots>()?;
+    m.add_class::<PyGemtextScan>()?;
+    m.add_class::<PyMenuScan>()?;
     m.add("MAX_LINE_BYTES", manners_core::table::MAX_LINE_BYTES)?;
     // the spellings of the fields outside Google's parser, matched whole: for diagnostics
     let spellings: Vec<&str> = manners_core::line::OTHER_KEYS
@@ -859,4 +861,273 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
     Ok(())
+}
+
+// -- small-net links (manners-core::smallnet), driven by manners/crawl/links.py ------------------
+
+/// A batch of kept links as (urls, item types, mirror flags, indices within the batch whose
+/// type Python decodes from the URL).
+type LinkLists = (Vec<String>, Vec<Option<String>>, Vec<bool>, Vec<usize>);
+
+/// Links [start, stop) of a finished scan, taken out of it.
+fn link_lists(parts: &mut [smallnet::Link], start: usize, stop: usize) -> LinkLists {
+    let stop = stop.min(parts.len());
+    let batch = parts.get_mut(start.min(stop)..stop).unwrap_or_default();
+    let mut urls = Vec::with_capacity(batch.len());
+    let mut types = Vec::with_capacity(batch.len());
+    let mut mirrors = Vec::with_capacity(batch.len());
+    let mut decode = Vec::new();
+    for (i, (url, item_type, mirror)) in batch.iter_mut().enumerate() {
+        if item_type.as_deref() == Some("") {
+            decode.push(i);
+        }
+        urls.push(std::mem::take(url));
+        types.push(item_type.take());
+        mirrors.push(*mirror);
+    }
+    (urls, types, mirrors, decode)
+}
+
+/// A gemtext page's scan: `step` until (0,); see links.py for the events.
+#[pyclass(module = "manners._core", name = "GemtextScan")]
+struct PyGemtextScan {
+    scan: Option<smallnet::Gemtext>,
+    parts: Vec<smallnet::Link>,
+}
+
+impl PyGemtextScan {
+    fn get(&mut self) -> PyResult<&mut smallnet::Gemtext> {
+        self.scan
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the scan is finished"))
+    }
+}
+
+#[pymethods]
+impl PyGemtextScan {
+    #[new]
+    #[pyo3(signature = (text, absolute, relative, gopher, refuses, max_links))]
+    fn new(
+        text: &Bound<'_, PyBytes>,
+        absolute: Option<String>,
+        relative: Option<String>,
+        gopher: bool,
+        refuses: bool,
+        max_links: i64,
+    ) -> Self {
+        let base = smallnet::Prefixes {
+            absolute,
+            relative,
+            gopher,
+            refuses,
+        };
+        let max = usize::try_from(max_links.max(0)).unwrap_or(usize::MAX);
+        Self {
+            scan: Some(smallnet::Gemtext::new(text.as_bytes().to_vec(), base, max)),
+            parts: Vec::new(),
+        }
+    }
+
+    /// Read on for about `budget` bytes: (0,) done, (1,) pause, (2, raw head), (3, dots),
+    /// (4, target bytes), (5, url, target bytes).
+    fn step<'py>(&mut self, py: Python<'py>, budget: usize) -> PyResult<Bound<'py, PyTuple>> {
+        use smallnet::GemEvent as E;
+        let scan = self.get()?;
+        let event = py.detach(|| scan.step(budget));
+        let int = |n: usize| n.into_pyobject(py).map(|n| n.into_any());
+        let items: Vec<Bound<'py, PyAny>> = match event {
+            E::Done => vec![int(0)?],
+            E::Pause => vec![int(1)?],
+            E::Head(raw) => vec![int(2)?, PyString::new(py, &raw).into_any()],
+            E::Dots(dots) => vec![int(3)?, PyString::new(py, &dots).into_any()],
+            E::Slow(target) => vec![int(4)?, PyBytes::new(py, &target).into_any()],
+            E::Long { url, target } => vec![
+                int(5)?,
+                PyString::new(py, &url).into_any(),
+                PyBytes::new(py, &target).into_any(),
+            ],
+        };
+        PyTuple::new(py, items)
+    }
+
+    fn set_head(&mut self, raw: String, head: Option<String>, gopher: bool) -> PyResult<()> {
+        self.get()?.set_head(raw, head.map(|h| (h, gopher)));
+        Ok(())
+    }
+
+    fn set_dots(&mut self, dots: String, prefix: Option<String>) -> PyResult<()> {
+        self.get()?.set_dots(dots, prefix);
+        Ok(())
+    }
+
+    fn add(&mut self, url: String, item_type: Option<String>) -> PyResult<()> {
+        self.get()?.links.add(url, item_type.as_deref(), false);
+        Ok(())
+    }
+
+    #[getter]
+    fn full(&mut self) -> PyResult<bool> {
+        Ok(self.get()?.links.full())
+    }
+
+    #[getter]
+    fn more(&mut self) -> PyResult<usize> {
+        Ok(self.get()?.links.more)
+    }
+
+    /// The title's bytes (UTF-8 with surrogates passed), or None.
+    fn title<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        Ok(self.get()?.title().map(|t| PyBytes::new(py, t)))
+    }
+
+    /// End the scan: the number of links kept, to take with `links`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let scan = self
+            .scan
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the scan is finished"))?;
+        self.parts = py.detach(|| scan.links.into_parts());
+        Ok(self.parts.len())
+    }
+
+    /// Links [start, stop) of a finished scan (each taken once): urls, item types, mirror
+    /// flags, indices (in the batch) of the types to decode from their URL.
+    fn links(&mut self, start: usize, stop: usize) -> LinkLists {
+        link_lists(&mut self.parts, start, stop)
+    }
+}
+
+/// A Gopher menu's scan: `step` until (0,); see links.py for the events.
+#[pyclass(module = "manners._core", name = "MenuScan")]
+struct PyMenuScan {
+    scan: Option<smallnet::Menu>,
+    parts: Vec<smallnet::Link>,
+}
+
+impl PyMenuScan {
+    fn get(&mut self) -> PyResult<&mut smallnet::Menu> {
+        self.scan
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the scan is finished"))
+    }
+}
+
+#[pymethods]
+impl PyMenuScan {
+    #[new]
+    fn new(body: &Bound<'_, PyBytes>, max_links: i64) -> Self {
+        let max = usize::try_from(max_links.max(0)).unwrap_or(usize::MAX);
+        Self {
+            scan: Some(smallnet::Menu::new(body.as_bytes().to_vec(), max)),
+            parts: Vec::new(),
+        }
+    }
+
+    /// Read on for about `budget` bytes: (0,) done, (1,) pause, (2, host-port field),
+    /// (3, URL: target bytes, mirror), (4, place, item type, selector bytes),
+    /// (5, url, problem: 0 broken, 1 long selector, 2 long URL, its size),
+    /// (6, URL: target, mirror).
+    fn step<'py>(&mut self, py: Python<'py>, budget: usize) -> PyResult<Bound<'py, PyTuple>> {
+        use smallnet::{MenuEvent as E, Problem};
+        let scan = self.get()?;
+        let event = py.detach(|| scan.step(budget));
+        let int = |n: usize| n.into_pyobject(py).map(|n| n.into_any());
+        let items: Vec<Bound<'py, PyAny>> = match event {
+            E::Done => vec![int(0)?],
+            E::Pause => vec![int(1)?],
+            E::Place(field) => vec![int(2)?, PyBytes::new(py, &field).into_any()],
+            E::External { target, mirror } => vec![
+                int(3)?,
+                PyBytes::new(py, &target).into_any(),
+                PyBool::new(py, mirror).to_owned().into_any(),
+            ],
+            E::Resolve { target, mirror } => vec![
+                int(6)?,
+                PyString::new(py, &target).into_any(),
+                PyBool::new(py, mirror).to_owned().into_any(),
+            ],
+            E::LongSelector {
+                place,
+                item_type,
+                selector,
+            } => vec![
+                int(4)?,
+                PyString::new(py, &place).into_any(),
+                PyString::new(py, &item_type).into_any(),
+                PyBytes::new(py, &selector).into_any(),
+            ],
+            E::Skip { url, problem } => {
+                let (kind, size) = match problem {
+                    Problem::Broken => (0, 0),
+                    Problem::LongSelector(n) => (1, n),
+                    Problem::LongUrl(n) => (2, n),
+                };
+                vec![
+                    int(5)?,
+                    PyString::new(py, &url).into_any(),
+                    int(kind)?,
+                    int(size)?,
+                ]
+            }
+        };
+        PyTuple::new(py, items)
+    }
+
+    fn set_place(&mut self, field: Vec<u8>, place: String) -> PyResult<()> {
+        self.get()?.set_place(field, place);
+        Ok(())
+    }
+
+    /// A resolved URL: target's link (None: skipped), for the scan's memo.
+    fn remember(
+        &mut self,
+        target: String,
+        url: Option<String>,
+        item_type: Option<String>,
+    ) -> PyResult<()> {
+        let link = url.map(|url| (url, item_type));
+        let link = link.as_ref().map(|(url, t)| (url.clone(), t.as_deref()));
+        self.get()?.remember(target, link);
+        Ok(())
+    }
+
+    fn add(&mut self, url: String, item_type: Option<String>, mirror: bool) -> PyResult<()> {
+        self.get()?.links.add(url, item_type.as_deref(), mirror);
+        Ok(())
+    }
+
+    fn count_more(&mut self) -> PyResult<()> {
+        self.get()?.links.more += 1;
+        Ok(())
+    }
+
+    #[getter]
+    fn full(&mut self) -> PyResult<bool> {
+        Ok(self.get()?.links.full())
+    }
+
+    #[getter]
+    fn more(&mut self) -> PyResult<usize> {
+        Ok(self.get()?.links.more)
+    }
+
+    fn title(&mut self) -> PyResult<Option<String>> {
+        Ok(self.get()?.title().map(str::to_owned))
+    }
+
+    /// End the scan: the number of links kept, to take with `links`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let scan = self
+            .scan
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the scan is finished"))?;
+        self.parts = py.detach(|| scan.links.into_parts());
+        Ok(self.parts.len())
+    }
+
+    /// Links [start, stop) of a finished scan (each taken once): urls, item types, mirror
+    /// flags, indices (in the batch) of the types to decode from their URL.
+    fn links(&mut self, start: usize, stop: usize) -> LinkLists {
+        link_lists(&mut self.parts, start, stop)
+    }
 }

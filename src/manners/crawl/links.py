@@ -6,16 +6,18 @@ link is a ``gemtext.links`` line resolved with ``urls.normalise(target, base)``;
 menu's links are ``gophermap.parse_menu``'s (``URL:`` targets through
 ``urls.normalise``).  What changes is the cost:
 
-- One regular-expression pass over the page finds the link lines: no list of lines
+- The engine (``manners._core.GemtextScan`` and ``MenuScan``, over manners-core's
+  ``smallnet`` module, the GIL released) reads the page line by line: no list of lines
   and no object per line, so a million-line menu costs the memory of its bytes.
 - The shapes nearly every link has (an absolute path, a relative name, "../" and a
-  name, a gemini://, gopher:// or http(s):// URL with a plain host name), of characters
-  and escapes that normalisation leaves as they are, are normalised by gluing the target
-  onto a prefix that ``urls.normalise`` itself computed for the page (or for the URL's
-  scheme://host, once per host); any other target goes to ``urls.normalise``, once per
-  page.  The property tests hold the two roads to the same answer.
+  name, a gemini://, gopher:// or http(s):// URL with a plain host name) are normalised
+  there by gluing the target onto a prefix that ``urls.normalise`` itself computed for
+  the page (or for the URL's scheme://host, once per host), their ASCII escapes
+  normalised as ``urls.normalise`` does (Gopher: only those it keeps); any other target
+  comes back here as an event, for ``urls.normalise``, once per page.  The property
+  tests hold the two roads to the same answer.
 - Past ``max_links`` distinct links the rest are only counted.
-- A link is kept as two strings until the end, then made a Link in a batch, from C.
+- The links come out as lists of strings and are made Links in batches, from C.
 - The ``_async`` variants give the event loop back every few milliseconds, so a
   5 MiB page never stalls the other connections.
 
@@ -30,14 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import itertools
 import re
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
-from typing import Any, AnyStr
+from typing import Any
 from urllib.parse import quote
 
+from .._core import GemtextScan, MenuScan
 from . import urls
 from .gophermap import parse_menu, port_number
 
@@ -50,7 +54,7 @@ TARGET_CUT = 200  # characters of a skipped target kept
 LONGEST_TARGET = 8 * MAX_REQUEST_BYTES
 SLICE = 0.005  # seconds of work between two returns to the event loop (async variants)
 MEMO_MAX = 50_000  # entries per memo (hosts, directories, targets): memory stays bounded
-WINDOW = 1 << 16  # characters of page scanned between two looks at the clock
+WINDOW = 1 << 16  # bytes of page the engine scans between two looks at the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,23 +345,23 @@ class _Normaliser:
 
 
 # -- the scan ----------------------------------------------------------------------------
+#
+# The scans run in the engine (manners._core.GemtextScan and MenuScan, over
+# manners-core's smallnet module), with the GIL released: they read the page line by line,
+# normalise the fast shapes by gluing targets onto the prefixes this module computed, keep
+# the distinct links in page order and count the lines past max_links.  What they cannot
+# answer they hand back as an event, and the scan resumes where it stopped: a host
+# (_head) or a run of "../" (_prefix) to compute once, a target for urls.normalise (once
+# per page), a link to check or report.  Events are rare on real pages; the budget of
+# WINDOW bytes per step lets the async variants look at the clock.
 
 
 class _Collect:
-    """Distinct links in page order, skipped targets, and the count past max_links.
+    """The skipped targets of a page (each reported once)."""
 
-    A link is kept as url -> item type (a dict holding only strings, which the garbage
-    collector does not track) and becomes a Link at the end, in batches (``found``)."""
-
-    def __init__(self, max_links: int) -> None:
-        self.max_links = max_links
-        self.seen: dict[str, str | None] = {}  # url: Gopher item type
-        self.mirrors: set[str] = set()  # those of seen that only a "+" line gave
-        self.full = max_links <= 0
-        self.more = 0
+    def __init__(self) -> None:
         self.skipped: list[Skipped] = []
         self.skipped_count = 0
-        self.done: set[str] = set()  # targets already handled (the per-call memo)
         self.done_max = MEMO_MAX
         self.refused: set[str] = set()  # targets skipped so far
 
@@ -373,35 +377,46 @@ class _Collect:
         if len(self.skipped) < SKIPPED_KEPT:
             self.skipped.append(Skipped(target[:TARGET_CUT], reason))
 
-    def add(self, url: str, item_type: str | None, mirror: bool = False) -> None:
-        if url not in self.seen:
-            self.seen[url] = item_type
-            if mirror:
-                self.mirrors.add(url)
-            self.full = len(self.seen) >= self.max_links
-        elif not mirror and url in self.mirrors:
-            # the crawler follows an item and records an alternative: an item beats a
-            # mirror of the same URL, at the item's place (as Menu.links orders them)
-            self.mirrors.discard(url)
-            del self.seen[url]
-            self.seen[url] = item_type
 
-    def found(
-        self, budget: float | None, title: str | None, error: str | None = None
-    ) -> Generator[None, None, Found]:
-        """The Found, its Links made a batch at a time (a yield between two batches)."""
-        order = list(self.seen)
-        links: list[Link] = []
-        for start in range(0, len(order), _BATCH):
-            batch = order[start : start + _BATCH]
+def _typed(item_type: str | None) -> str | None:
+    """An item type for the engine: "" (decode it from the URL at the end) when it may hold a
+    lone surrogate, which the engine's strings cannot."""
+    return item_type if item_type is None or item_type.isascii() else ""
+
+
+def _found(
+    scan: GemtextScan | MenuScan,
+    out: _Collect,
+    budget: float | None,
+    title: str | None,
+    error: str | None = None,
+) -> Generator[None, None, Found]:
+    """The Found, its Links made a batch at a time from the engine's lists (a yield between
+    two batches)."""
+    more = scan.more
+    count = scan.finish()
+    links: list[Link] = []
+    for start in range(0, count, _BATCH):
+        batch, types, mirrors, decode = scan.links(start, start + _BATCH)
+        for i in decode:  # a gopher:// URL whose type is an escape
+            types[i] = _gopher_type(batch[i])
+        # A batch of new objects would set off the cyclic garbage collector every 700 of
+        # them (and now and then a full pass over the heap), to find no garbage: it is held
+        # off for the batch, which is then one young generation among the others.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
             made = list(map(_new, itertools.repeat(Link, len(batch))))
             _drain(map(_set_url, made, batch))
-            _drain(map(_set_type, made, map(self.seen.__getitem__, batch)))
-            _drain(map(_set_mirror, made, map(self.mirrors.__contains__, batch)))
-            links += made
-            if budget is not None and start + _BATCH < len(order):
-                yield
-        return Found(links, self.more, self.skipped, self.skipped_count, title, error)
+            _drain(map(_set_type, made, types))
+            _drain(map(_set_mirror, made, mirrors))
+        finally:
+            if collecting:
+                gc.enable()
+        links += made
+        if budget is not None and start + _BATCH < count:
+            yield
+    return Found(links, more, out.skipped, out.skipped_count, title, error)
 
 
 _BATCH = 10_000  # Links made between two yields (async)
@@ -414,18 +429,6 @@ def _clock(budget: float | None) -> float:
 
 # -- gemtext -----------------------------------------------------------------------------
 
-# "=>", white space, an empty group (1) marking where the target starts, then a target of
-# one of the _SHAPES (2-7) or any other (8); or a preformatting toggle (9); or a level-1
-# heading (10: its text).  A shape must end the target: a fragment may follow it, then white
-# space or the line's end (a CR there is the line's, not the target's).  The scan looks for
-# "\n" and then one of these: a literal first character lets the regex engine skip through
-# the text at memchr speed instead of trying the pattern at every position.
-_GEM_LINE = rf"=>[ \t]*()(?:(?:{_SHAPES})(?:#[^ \t\n]*)?(?=[ \t]|\r?\n|\r?\Z)|([^ \t\n]+))|(```)"
-_GEM_HEADING = r"|#(?!#)([^\n]*)"
-_GEM_ALL = re.compile(rf"\n(?:{_GEM_LINE}{_GEM_HEADING})")
-_GEM_LINKS = re.compile(rf"\n(?:{_GEM_LINE})")  # once the title is known
-_GEM_FIRST = re.compile(rf"(?:{_GEM_LINE}{_GEM_HEADING})")  # the first line, no "\n" before it
-
 
 def gemtext_links(text: str, base: str, max_links: int = 10_000) -> Found:
     """The links of a gemtext page fetched from ``base``, resolved and normalised."""
@@ -437,149 +440,51 @@ async def gemtext_links_async(text: str, base: str, max_links: int = 10_000) -> 
     return await _run_async(_gemtext(text, base, max_links, SLICE))
 
 
-def _lines(
-    pattern: re.Pattern[AnyStr], first: re.Pattern[AnyStr], data: AnyStr, pos: int, end: int
-) -> Iterator[re.Match[AnyStr]]:
-    """The matches of ``pattern`` ("\n" and a line) in data[pos:end], and of ``first`` (the
-    same, without the "\n") on the first line when ``pos`` is 0."""
-    found = pattern.finditer(data, pos, end)
-    if pos == 0:
-        m = first.match(data, 0, end)
-        if m is not None:
-            return itertools.chain((m,), found)
-    return found
-
-
 def _gemtext(text: str, base: str, max_links: int, budget: float | None) -> Generator[None, None, Found]:
     """The scan; it yields when ``budget`` seconds of work have passed since the last yield."""
-    out = _Collect(max_links)
+    out = _Collect()
     norm = _Normaliser(base)
-    seen, done, done_max = out.seen, out.done, out.done_max
-    shaped, escapes, gopher = norm.shaped, norm.escapes, norm.gopher
-    absolute, relative = norm.absolute, norm.relative
-    full = out.full
-    pattern = _GEM_ALL
-    title: str | None = None
-    pre = False
+    data = text.encode("utf-8", "surrogatepass")
+    scan = GemtextScan(data, norm.absolute, norm.relative, norm.gopher, norm.refuses, max_links)
+    step, window = scan.step, WINDOW
     deadline = _clock(budget)
-    size = len(text)
-    pos = 0
-    while pos < size:
-        end = text.find("\n", pos + WINDOW)  # windows end where a line does
-        end = size if end < 0 else end
-        for m in _lines(pattern, _GEM_FIRST, text, pos, end):
-            shape = m.lastindex
-            if shape is None or shape > 8:  # a toggle, a heading
-                if shape == 9:
-                    pre = not pre
-                elif not pre:
-                    heading = m[10].removesuffix("\r").strip(" \t")
-                    if heading:
-                        title = heading
-                        pattern = _GEM_LINKS
-                        pos = m.end()
-                        break
-                continue
-            if pre:
-                continue
-            # the shapes most links have, inline (as _Normaliser.shaped has them): cheaper
-            # than a memo, so not memoised
-            url = item_type = None
-            if shape == 2:  # an absolute path
-                kept = m[2]
-                if absolute is not None and not ("%" in kept and escapes(kept)):
-                    if gopher:
-                        url = absolute + kept if kept != "/1" else absolute + "/"
-                        item_type = _gopher_type(url)
-                    elif "/." not in kept:
-                        url = absolute + kept
-            elif shape == 4:  # a URL
-                known = norm.url(m[3], m[4])
-                if known is not None:
-                    url, item_type = known
-            elif shape == 5:  # a relative name
-                kept = m[5]
-                if relative is not None and not ("%" in kept and escapes(kept)):
-                    if gopher:
-                        if kept != "1":
-                            url = relative + kept
-                            item_type = _gopher_type(url)
-                    elif "/." not in kept:
-                        url = relative + kept
-            elif shape == 7:  # after "../"
-                url = shaped(m, 1)
-                if url is not None and gopher:
-                    item_type = _gopher_type(url)
-            if url is not None:
-                if url in seen:
-                    continue
-                if full:
-                    out.more += 1
-                    continue
-                if len(url) > MAX_REQUEST_BYTES:
-                    problem, item_type = _inspect(url)
-                    if problem is not None:
-                        out.skip(text[m.end(1) : m.end()], problem)
-                        continue
-                seen[url] = item_type
-                full = len(seen) >= max_links
-                continue
-            # any other target: through urls.normalise, once per page
-            target = text[m.end(1) : m.end()]
-            if target[-1] == "\r":  # a CR ending the line is not the target's
-                after = m.end()
-                if after == size or text[after] == "\n":
-                    target = target[:-1]
-                    if not target:
-                        continue
-            if target in done:
-                continue
-            if full:
-                out.more += 1
-                continue
-            if len(done) < done_max:
-                done.add(target)
+    while True:
+        event = step(window)
+        kind = event[0]
+        if kind == 0:  # the page is read
+            break
+        if kind == 2:  # scheme://authority as written: its normalised spelling, once
+            head, gopher = _head(event[1])
+            scan.set_head(event[1], head or None, gopher)
+        elif kind == 3:  # "../" and "./": the prefix "../x" gets, once
+            scan.set_dots(event[1], _prefix(base, event[1] + "x", "x"))
+        elif kind == 4:  # any other target: through urls.normalise, once per page
+            target = event[1].decode("utf-8", "surrogatepass")
             result = norm.slow(target)
             if isinstance(result, str):
                 out.skip(target, result)
-            elif result[0] not in seen:
-                seen[result[0]] = result[1]
-                full = len(seen) >= max_links
-            if time.perf_counter() > deadline:
-                yield
-                deadline = _clock(budget)
-        else:
-            pos = end
+            else:
+                scan.add(result[0], _typed(result[1]))
+        elif kind == 5:  # a fast URL over a request's length
+            url, target = event[1], event[2].decode("utf-8", "surrogatepass")
+            problem, item_type = _inspect(url)
+            if problem is not None:
+                out.skip(target, problem)
+            else:
+                scan.add(url, _typed(item_type))
         if time.perf_counter() > deadline:
             yield
             deadline = _clock(budget)
-    return (yield from out.found(budget, title))
+    heading = scan.title()
+    title = heading.decode("utf-8", "surrogatepass") if heading is not None else None
+    return (yield from _found(scan, out, budget, title))
 
 
 # -- Gopher menus --------------------------------------------------------------------------
 
-_QB = _chars(urls._QUERY_SAFE).encode("ascii")  # raw in a selector: no "%", which is escaped
-_FAST_TYPES = _chars("".join(c for c in urls._QUERY_SAFE if c not in "+i3")).encode("ascii")
-# A menu line with four fields or more, whose type is not i or 3:
-#   1-3: type, selector, host TAB port of one whose type and selector need no escaping;
-#   4-7: type, display, selector, host TAB port of any other;
-# and 8-9: type and display of any line whose selector is TITLE (until the title is known).
-_MENU_FAST = rb"([" + _FAST_TYPES + rb"])[^\t\n]*\t((?!URL:)[" + _QB + rb"]*)\t([^\t\n]*\t[^\t\n]*)"
-_MENU_SLOW = rb"([^\n3i])([^\t\n]*)\t([^\t\n]*)\t([^\t\n]*\t[^\t\n]*)"
-_MENU_TITLE = rb"([^\n])([^\t\n]*)\tTITLE(?=\t|\r?\n|\r?\Z)"
-# As for gemtext, the scan looks for "\n" and a line; the title alternative is used only in
-# windows that hold "\tTITLE" (it is tried on every line the others reject).
-_MENU_ALL = re.compile(rb"\n(?:" + _MENU_FAST + rb"|" + _MENU_SLOW + rb"|" + _MENU_TITLE + rb")")
-_MENU_LINKS = re.compile(rb"\n(?:" + _MENU_FAST + rb"|" + _MENU_SLOW + rb")")
-_MENU_FIRST = re.compile(rb"(?:" + _MENU_FAST + rb"|" + _MENU_SLOW + rb"|" + _MENU_TITLE + rb")")
 # A line parse_menu skips: white space, or a lone "." (bytes.strip's white space).
 _BLANK = rb"[ \t\r\x0b\x0c]*\.?[ \t\r\x0b\x0c]*$"
 _FIRST_ITEM = re.compile(rb"^(?!" + _BLANK + rb")[^\n]*", re.M)
-# The last item line before the end of the searched range (matched from its start: the
-# greedy ".*" jumps to the end and steps back, so the cost is the distance walked).
-_LAST_ITEM = re.compile(rb"(?s:.*)^(?!" + _BLANK + rb")([^\n]*)", re.M)
-_LAST_NOT_PLUS = re.compile(rb"(?s:.*)^(?!" + _BLANK + rb")(?!\+)([^\n]*)", re.M)
-_WHITE = frozenset(b" \t\r\x0b\x0c")
 
 
 def menu_links(body: bytes, max_links: int = 10_000) -> Found:
@@ -590,17 +495,6 @@ def menu_links(body: bytes, max_links: int = 10_000) -> Found:
 async def menu_links_async(body: bytes, max_links: int = 10_000) -> Found:
     """``menu_links``, giving the event loop back every few milliseconds."""
     return await _run_async(_menu(body, max_links, SLICE))
-
-
-def _line_type(raw: bytes, previous: str | None) -> str:
-    """A menu line's item type as parse_menu gives it (``raw`` without its newline)."""
-    raw = raw.removesuffix(b"\r")
-    item_type = raw[:1].decode("utf-8", "replace")
-    if item_type == "+" and previous is not None:
-        item_type = previous
-    if raw.count(b"\t", 1) < 3 and item_type not in ("i", "3"):
-        item_type = "i"
-    return item_type
 
 
 def _place(field: bytes) -> str:
@@ -617,197 +511,64 @@ def _place(field: bytes) -> str:
         return ""
 
 
-class _Menu:
-    """The state of a menu scan that a "+" line needs: the last item before it."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-        self.last: re.Match[bytes] | None = None  # the last matched item line
-        self.typed: re.Match[bytes] | None = None  # ... if it is not a fast one: its type is
-        self.typed_as = ""
-
-    def type_of_last(self) -> str | None:
-        last = self.last
-        if last is None:
-            return None
-        if last is self.typed:
-            return self.typed_as
-        return chr(last[1][0])  # a fast line: its type is its first byte, ASCII
-
-    def before(self, start: int) -> str | None:
-        """The item type of the item before the line at ``start``, as parse_menu has it.
-
-        Between the last matched line and ``start`` lie only lines the scan passed over:
-        blank ones, ``i`` and ``3`` lines, and lines of fewer than four fields (a "+"
-        line among them is one of those: a long "+" line is always matched)."""
-        lo = self.last.end() if self.last is not None else 0
-        m = _LAST_ITEM.match(self.body, lo, start)
-        if m is None:
-            return self.type_of_last()
-        if m[1][:1] != b"+":
-            return _line_type(m[1], None)
-        m = _LAST_NOT_PLUS.match(self.body, lo, start)
-        item_type = self.type_of_last() if m is None else _line_type(m[1], None)
-        # then one short "+" line or more: each takes the type before it ("+" if none) and,
-        # being short, becomes "i" unless that is "i" or "3"
-        return item_type if item_type in ("i", "3") else "i"
-
-    def remember(self, m: re.Match[bytes], item_type: str) -> None:
-        self.last = self.typed = m
-        self.typed_as = item_type
-
-    def blank(self, start: int) -> bool:
-        end = self.body.find(b"\n", start)
-        return not self.body[start : end if end >= 0 else len(self.body)].strip()
-
-    def short(self, start: int) -> bool:
-        end = self.body.find(b"\n", start)
-        raw = self.body[start : end if end >= 0 else len(self.body)].removesuffix(b"\r")
-        return raw.count(b"\t", 1) < 3
-
-
 def _menu(body: bytes, max_links: int, budget: float | None) -> Generator[None, None, Found]:
     """The scan; it yields when ``budget`` seconds of work have passed since the last yield."""
-    out = _Collect(max_links)
+    out = _Collect()
     norm = _Normaliser(None)
-    state = _Menu(body)
-    seen, mirrors, add = out.seen, out.mirrors, out.add
-    places: dict[bytes, str] = {}  # host TAB port field: its URL prefix, "" when unlinkable
     external: dict[str, tuple[str, str | None] | None] = {}  # URL: target: (URL, type), None if skipped
     error = None
     first = _FIRST_ITEM.search(body)
     if first is not None and first[0][:1] == b"3":
         error = parse_menu(first[0]).error  # parse_menu's own words for it
-    title: str | None = None
-    titled = body.find(b"\tTITLE")  # the next place a title may be, -1 if none
+    scan = MenuScan(bytes(body), max_links)
+    step, window = scan.step, WINDOW
     deadline = _clock(budget)
-    size = len(body)
-    pos = 0
-    while pos < size:
-        end = body.find(b"\n", pos + WINDOW)  # windows end where a line does
-        end = size if end < 0 else end
-        if title is None and 0 <= titled < pos:
-            titled = body.find(b"\tTITLE", pos)
-        pattern = _MENU_ALL if title is None and 0 <= titled < end else _MENU_LINKS
-        for m in _lines(pattern, _MENU_FIRST, body, pos, end):
-            group = m.lastindex
-            if group == 3:  # type and selector need no escaping, not "+", not URL:
-                state.last = m
-                raw_type, selector, field = m.group(1, 2, 3)
-                place = places.get(field)
-                if place is None:
-                    place = _place(field)
-                    if len(places) < MEMO_MAX:
-                        places[field] = place
-                if not place:
-                    continue
-                path = (raw_type + selector).decode("ascii")
-                url = place + path if path != "1" else place
-                if url in seen:
-                    if url in mirrors:
-                        add(url, path[0])
-                    continue
-                if out.full:
-                    out.more += 1
-                    continue
-                if len(url) > MAX_REQUEST_BYTES:
-                    n = len(selector)
-                    out.skip(url, _long_selector(n) if n > MAX_REQUEST_BYTES else _long_url(len(url)))
-                    continue
-                seen[url] = path[0]
-                out.full = len(seen) >= max_links
-                continue
-            if group == 9:  # a TITLE line not matched as a link line
-                start = m.start(8)
-                item_type = m[8].decode("utf-8", "replace")
-                if item_type == "+":
-                    item_type = state.before(start) or "+"
-                if state.short(start) and item_type not in ("i", "3"):
-                    item_type = "i"
-                state.remember(m, item_type)
-                display = m[9].decode("utf-8", "replace").strip()
-                if item_type == "i" and display:
-                    title = display
-                    pos = m.end()
-                    break
-                continue
-            # group 7: any other line of four fields or more
-            start = m.start(4)
-            raw_type = m[4]
-            if raw_type[0] in _WHITE and state.blank(start):
-                continue  # parse_menu skips a line of white space
-            item_type = raw_type.decode("utf-8", "replace")
-            mirror = item_type == "+"
-            if mirror:
-                item_type = state.before(start) or "+"
-            state.remember(m, item_type)
-            selector = m[6]
-            if title is None and item_type == "i" and selector == b"TITLE":
-                display = m[5].decode("utf-8", "replace").strip()
-                if display:
-                    title = display
-                    pos = m.end()
-                    break
-            if selector.startswith(b"URL:"):
-                if item_type in ("i", "3"):
-                    continue
-                target = urls.selector_text(selector)[4:].strip()
-                if not target:
-                    continue
-                if target in external:
-                    known = external[target]
-                    if known is not None and not mirror:  # an item beats a mirror of the same URL
-                        add(known[0], known[1])
-                    continue
-                if out.full:
-                    out.more += 1
-                    continue
+    while True:
+        event = step(window)
+        kind = event[0]
+        if kind == 0:  # the menu is read
+            break
+        if kind == 2:  # a host TAB port field: its URL prefix, once
+            scan.set_place(event[1], _place(event[1]))
+        elif kind == 3:  # a URL: selector that is not UTF-8
+            target = urls.selector_text(event[1]).strip()
+            mirror = event[2]
+            if not target:
+                pass
+            elif target in external:
+                known = external[target]
+                if known is not None and not mirror:  # an item beats a mirror of the same URL
+                    scan.add(known[0], _typed(known[1]), False)
+            elif scan.full:
+                scan.count_more()
+            else:
                 known = _external(out, norm, target)
-                if len(external) < out.done_max:
+                if len(external) < MEMO_MAX:
                     external[target] = known
                 if known is not None:
-                    add(known[0], known[1], mirror)
-                if time.perf_counter() > deadline:
-                    yield
-                    deadline = _clock(budget)
-                continue
-            if item_type in ("i", "3", "+"):
-                continue
-            field = m[7]
-            place = places.get(field)
-            if place is None:
-                place = _place(field)
-                if len(places) < MEMO_MAX:
-                    places[field] = place
-            if not place:
-                continue
-            if out.full:
-                out.more += 1
-                continue
-            path = item_type + urls.selector_text(selector)
-            if len(selector) > MAX_REQUEST_BYTES:  # not escaped whole: that could take long
-                broken = b"\r" in selector or b"\0" in selector
-                shown = place + quote(path[:TARGET_CUT], safe=_QUERY_SAFE, errors="surrogateescape")
-                out.skip(shown, _BROKEN if broken else _long_selector(len(selector)), key=place + path)
-                continue
-            # what urls.gopher_url writes after the authority (and urls.normalise keeps)
-            url = place + ("" if path == "1" else quote(path, safe=_QUERY_SAFE, errors="surrogateescape"))
-            if url in seen:
-                if not mirror and url in mirrors:
-                    add(url, item_type)
-                continue
-            if b"\r" in selector or b"\0" in selector:  # no LF: it would have ended the line
-                out.skip(url, _BROKEN)
-            elif len(url) > MAX_REQUEST_BYTES:
-                out.skip(url, _long_url(len(url)))
+                    scan.add(known[0], _typed(known[1]), mirror)
+        elif kind == 6:  # a new URL: target (stripped) the engine could not normalise
+            target, mirror = event[1], event[2]
+            known = _external(out, norm, target)
+            if known is None:
+                scan.remember(target, None, None)
             else:
-                add(url, item_type, mirror)
-        else:
-            pos = end
+                scan.remember(target, known[0], _typed(known[1]))
+                scan.add(known[0], _typed(known[1]), mirror)
+        elif kind == 4:  # a selector too long to send: reported, not escaped whole
+            place, item_type, selector = event[1:]
+            path = item_type + urls.selector_text(selector)
+            broken = b"\r" in selector or b"\0" in selector
+            shown = place + quote(path[:TARGET_CUT], safe=_QUERY_SAFE, errors="surrogateescape")
+            out.skip(shown, _BROKEN if broken else _long_selector(len(selector)), key=place + path)
+        elif kind == 5:  # an item that cannot be requested
+            url, problem, size = event[1:]
+            reason = _long_url(size) if problem == 2 else _long_selector(size) if problem == 1 else _BROKEN
+            out.skip(url, reason)
         if time.perf_counter() > deadline:
             yield
             deadline = _clock(budget)
-    return (yield from out.found(budget, title, error))
+    return (yield from _found(scan, out, budget, scan.title(), error))
 
 
 def _external(out: _Collect, norm: _Normaliser, target: str) -> tuple[str, str | None] | None:
