@@ -53,9 +53,7 @@ SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each t
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 _Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
-MAX_URL = 1024  # bytes: a longer URL is never queued (no Gemini request or Gopher selector may be longer)
 WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
-SKIPPED_KEPT = 100  # links of one page recorded as skipped, at most (the rest are counted)
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 
 
@@ -806,11 +804,11 @@ class Crawler:
         it is left out, as out-of-scope links are."""
         now = time.time()
         ours = [s for s in skipped if _scheme_of(s.target) in (None, *SCHEMES)]
-        for s in ours[:SKIPPED_KEPT]:
+        for s in ours[: links.SKIPPED_KEPT]:
             self.pages.write(
                 Page(s.target, "skipped", page.depth + 1, now, reason=s.reason, parent=page.url).record()
             )
-        self.stats.skipped += len(ours) + max(count - SKIPPED_KEPT, 0)
+        self.stats.skipped += len(ours) + max(count - links.SKIPPED_KEPT, 0)
 
     async def _introduce_caps(self, url: str, depth: int) -> None:
         """caps.txt is read once per Gopher server (the frontier keeps each URL once)."""

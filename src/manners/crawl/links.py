@@ -43,9 +43,10 @@ from urllib.parse import quote
 
 from .._core import GemtextScan, MenuScan
 from . import urls
+from .client import MAX_REQUEST
 from .gophermap import parse_menu, port_number
 
-MAX_REQUEST_BYTES = 1024  # the longest URL (and Gopher selector) we send
+MAX_REQUEST_BYTES = MAX_REQUEST  # the longest URL (and Gopher selector) we send; the client checks again
 SKIPPED_KEPT = 100  # Skipped entries kept per page; skipped_count has them all
 TARGET_CUT = 200  # characters of a skipped target kept
 # A target this long (fragment cut, ends stripped) normalises to more than 1,024 bytes
