@@ -187,15 +187,18 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             check_seed(seed)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    resuming = (args.out / "frontier.sqlite3").exists()  # checked before DIR is made
+    if not args.seeds and not resuming:
+        raise UsageError(
+            f"no seeds, and {args.out} holds no crawl to resume: give gemini:// or gopher:// URLs"
+        )
+    if args.agent is None and not resuming:
+        raise UsageError("a new crawl needs the robot's name: --agent NAME (a product token, such as mybot)")
     try:
         prepare(args.out)
         kept = read_settings(args.out)
     except CrawlFileError as exc:
         raise UsageError(str(exc)) from None
-    if not args.seeds and kept is None:
-        raise UsageError(
-            f"no seeds, and {args.out} holds no crawl to resume: give gemini:// or gopher:// URLs"
-        )
     settings = {name: getattr(args, name) for name in SETTINGS}
     for name, default in SETTINGS.items():  # left out: as the crawl had it, else the default
         if settings[name] is None:

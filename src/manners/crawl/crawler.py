@@ -329,7 +329,10 @@ class Crawler:
                  "profile": self.profile, "scope": self.scope}  # fmt: skip
         if kept is None:
             if self.agent is None:
-                raise CrawlMismatch(f"{self.out} holds no crawl to resume: name the robot (--agent)")
+                raise CrawlMismatch(
+                    f"name the robot with --agent: {self.out} keeps no robot's name yet"
+                    " (a new crawl, or one made by an older manners)"
+                )
             kept = {"agent": self.agent, "roles": given["roles"] or [], "profile": self.profile,
                     "scope": self.scope or "seeds"}  # fmt: skip
             await self.frontier.set_meta("identity", json.dumps(kept))
