@@ -260,3 +260,22 @@ def test_requeue_errors_and_retry_without_an_attempt(tmp_path: Path) -> None:
         await f.close()
 
     asyncio.run(run())
+
+
+def test_a_dns_failure_is_an_unreachable_error_never_disallowed(tmp_path: Path) -> None:
+    """In a network namespace of its own (no route anywhere, so no query leaves this machine) a
+    name cannot be resolved: robots.txt is retried, then the URL settled as an error."""
+    out = tmp_path / "out"
+    p = subprocess.run(
+        ["unshare", "-n", sys.executable, "-m", "manners", "crawl", "gopher://nowhere.invalid/1/",
+         "--agent", "x", "--out", str(out), "--cache", "memory", "--timeout", "2", "--min-delay", "0.05",
+         "--robots-backoff", "0.2", "--robots-attempts", "2"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+    assert {r["url"] for r in rows} == {"gopher://nowhere.invalid/1/", "gopher://nowhere.invalid/0caps.txt"}
+    for row in rows:
+        assert row["outcome"] == "error", row
+        assert row["reason"].startswith("unreachable") and "dns-error" in row["reason"], row
+        assert "disallowed" not in row["reason"], row

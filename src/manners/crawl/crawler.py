@@ -53,6 +53,7 @@ SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each t
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 _Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
+UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 
@@ -622,8 +623,9 @@ class Crawler:
         settled as an error, unreachable; the host's other URLs follow without a request."""
         entry = (await self.robot.policy(lease.url)).entry
         if entry.failures >= self.robots_attempts:
+            why = entry.meaning.removesuffix(UNREACHABLE_MEANS)  # its verdict is the very thing not taken
             reason = (f"unreachable: robots.txt could not be read in {entry.failures} attempts"
-                      f" (last: {entry.status}: {entry.meaning})")  # fmt: skip
+                      f" (last: {entry.status}: {why})")  # fmt: skip
             self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
                               item_type=_item_type(lease.url), reason=reason))  # fmt: skip
             return True
