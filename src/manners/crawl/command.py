@@ -30,11 +30,12 @@ EXAMPLES = """examples:
   manners crawl --out crawl --retry-errors        (resume, and try again what failed)"""
 
 #: Options kept with a crawl and taken from it when a resume leaves them out (name: default).
+#: Not --cache: where robots.txt files are kept is the machine's business (and may hold a password).
 SETTINGS: dict[str, object] = {
     "max_pages": None, "max_depth": None, "max_per_host": None, "max_links": 10_000,
     "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
     "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
-    "robots_attempts": 4, "cache": None,
+    "robots_attempts": 4,
 }  # fmt: skip
 
 
@@ -203,7 +204,6 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
     for name, default in SETTINGS.items():  # left out: as the crawl had it, else the default
         if settings[name] is None:
             settings[name] = (kept or {}).get(name, default)
-    settings["cache"] = settings["cache"] or os.environ.get("MANNERS_CACHE", "sqlite")
     try:
         allow = _allow_private(settings["allow_private"])
         crawler = Crawler(
@@ -221,7 +221,7 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             min_delay=settings["min_delay"],
             max_delay=max(settings["max_delay"], settings["min_delay"]),
             concurrency=settings["concurrency"],
-            cache=settings["cache"],
+            cache=args.cache or os.environ.get("MANNERS_CACHE", "sqlite"),
             warc=not args.no_warc,
             timeout=settings["timeout"] or 30.0,
             allow_private=allow,
