@@ -387,6 +387,48 @@ enum Action<E> {
     Emit(E),
 }
 
+/// A scanner that reads its buffer a line at a time: gemtext pages and Gopher menus.
+trait Lines {
+    type Event;
+    const DONE: Self::Event;
+    const PAUSE: Self::Event;
+    /// The buffer and the position of the next line in it.
+    fn cursor(&mut self) -> (&mut Vec<u8>, &mut usize);
+    fn line(&mut self, line: &[u8]) -> Action<Self::Event>;
+}
+
+/// Read on until an event; at most about `budget` bytes before a pause.  A line that asks a
+/// question is read again once it is answered; the buffer is lent out while a line is read.
+fn step_lines<S: Lines>(scan: &mut S, budget: usize) -> S::Event {
+    let stop = scan.cursor().1.saturating_add(budget.max(1));
+    loop {
+        let (buffer, pos) = scan.cursor();
+        let (start, size) = (*pos, buffer.len());
+        if start >= size {
+            return S::DONE;
+        }
+        if start >= stop {
+            return S::PAUSE;
+        }
+        let end = buffer[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(size, |i| start + i);
+        let text = std::mem::take(buffer);
+        let action = scan.line(&text[start..end]);
+        let (buffer, pos) = scan.cursor();
+        *buffer = text;
+        match action {
+            Action::Next => *pos = end + 1,
+            Action::Ask(e) => return e,
+            Action::Emit(e) => {
+                *pos = end + 1;
+                return e;
+            }
+        }
+    }
+}
+
 enum Shape {
     Absolute,
     Url(usize),
@@ -466,6 +508,18 @@ fn url_head(part: &[u8]) -> Option<usize> {
     Some(i)
 }
 
+impl Lines for Gemtext {
+    type Event = GemEvent;
+    const DONE: GemEvent = GemEvent::Done;
+    const PAUSE: GemEvent = GemEvent::Pause;
+    fn cursor(&mut self) -> (&mut Vec<u8>, &mut usize) {
+        (&mut self.text, &mut self.pos)
+    }
+    fn line(&mut self, line: &[u8]) -> Action<GemEvent> {
+        self.read_line(line)
+    }
+}
+
 impl Gemtext {
     pub fn new(text: Vec<u8>, base: Prefixes, max_links: usize) -> Self {
         let size = text.len();
@@ -499,35 +553,10 @@ impl Gemtext {
 
     /// Read on until an event; at most about `budget` bytes before a [`GemEvent::Pause`].
     pub fn step(&mut self, budget: usize) -> GemEvent {
-        let stop = self.pos.saturating_add(budget.max(1));
-        loop {
-            let size = self.text.len();
-            if self.pos >= size {
-                return GemEvent::Done;
-            }
-            if self.pos >= stop {
-                return GemEvent::Pause;
-            }
-            let start = self.pos;
-            let end = self.text[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(size, |i| start + i);
-            let text = std::mem::take(&mut self.text);
-            let action = self.line(&text[start..end]);
-            self.text = text;
-            match action {
-                Action::Next => self.pos = end + 1,
-                Action::Ask(e) => return e,
-                Action::Emit(e) => {
-                    self.pos = end + 1;
-                    return e;
-                }
-            }
-        }
+        step_lines(self, budget)
     }
 
-    fn line(&mut self, line: &[u8]) -> Action<GemEvent> {
+    fn read_line(&mut self, line: &[u8]) -> Action<GemEvent> {
         if line.starts_with(b"```") {
             self.pre = !self.pre;
             return Action::Next;
@@ -935,6 +964,18 @@ fn fast_type(b: u8) -> bool {
     query_safe(b) && !matches!(b, b'+' | b'i' | b'3')
 }
 
+impl Lines for Menu {
+    type Event = MenuEvent;
+    const DONE: MenuEvent = MenuEvent::Done;
+    const PAUSE: MenuEvent = MenuEvent::Pause;
+    fn cursor(&mut self) -> (&mut Vec<u8>, &mut usize) {
+        (&mut self.body, &mut self.pos)
+    }
+    fn line(&mut self, line: &[u8]) -> Action<MenuEvent> {
+        self.read_line(line)
+    }
+}
+
 impl Menu {
     pub fn new(body: Vec<u8>, max_links: usize) -> Self {
         let size = body.len();
@@ -1008,35 +1049,10 @@ impl Menu {
 
     /// Read on until an event; at most about `budget` bytes before a [`MenuEvent::Pause`].
     pub fn step(&mut self, budget: usize) -> MenuEvent {
-        let stop = self.pos.saturating_add(budget.max(1));
-        loop {
-            let size = self.body.len();
-            if self.pos >= size {
-                return MenuEvent::Done;
-            }
-            if self.pos >= stop {
-                return MenuEvent::Pause;
-            }
-            let start = self.pos;
-            let end = self.body[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(size, |i| start + i);
-            let body = std::mem::take(&mut self.body);
-            let action = self.line(&body[start..end]);
-            self.body = body;
-            match action {
-                Action::Next => self.pos = end + 1,
-                Action::Ask(e) => return e,
-                Action::Emit(e) => {
-                    self.pos = end + 1;
-                    return e;
-                }
-            }
-        }
+        step_lines(self, budget)
     }
 
-    fn line(&mut self, line: &[u8]) -> Action<MenuEvent> {
+    fn read_line(&mut self, line: &[u8]) -> Action<MenuEvent> {
         let raw = line.strip_suffix(b"\r").unwrap_or(line);
         let stripped = {
             let mut s = raw;
