@@ -137,14 +137,8 @@ def _tcp_server(answer: Callable[[bytes, int], Answer]) -> Iterator[Logged]:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def start() -> asyncio.Server:
-        return await asyncio.start_server(handle, HOST, 0, limit=KEEP)
-
     try:
-        server = runner.run(start())
-        assert isinstance(server, asyncio.Server)
-        runner.server = server
-        info.port = server.sockets[0].getsockname()[1]
+        info.port = runner.serve(handle, limit=KEEP)
         yield info
     finally:
         runner.stop()

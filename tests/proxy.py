@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "Connection",
@@ -73,6 +73,18 @@ class _Loop:
 
     def run(self, coro: Awaitable[object], timeout: float = START_TIMEOUT) -> object:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
+
+    def serve(self, handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+              port: int = 0, **options: Any) -> int:  # fmt: skip
+        """Start the one server, ``handle`` per connection on 127.0.0.1; return its port."""
+
+        async def start() -> asyncio.Server:
+            return await asyncio.start_server(handle, HOST, port, **options)
+
+        server = self.run(start())
+        assert isinstance(server, asyncio.Server)
+        self.server = server
+        return int(server.sockets[0].getsockname()[1])
 
     async def _close(self) -> None:
         if self.server is not None:
@@ -200,14 +212,8 @@ def logging_proxy(
                     runner.writers.discard(w)
                     w.close()  # flushes what is buffered (abort() would drop it)
 
-    async def start() -> asyncio.Server:
-        return await asyncio.start_server(handle, HOST, port or 0)
-
     try:
-        server = runner.run(start())
-        assert isinstance(server, asyncio.Server)
-        runner.server = server
-        proxy.port = server.sockets[0].getsockname()[1]
+        proxy.port = runner.serve(handle, port or 0)
         yield proxy
     finally:
         runner.stop()
@@ -305,14 +311,8 @@ def fault_server(
                 with contextlib.suppress(Exception):
                     writer.close()
 
-        async def start() -> asyncio.Server:
-            return await asyncio.start_server(handle, HOST, 0, ssl=tls)
-
         try:
-            server = runner.run(start())
-            assert isinstance(server, asyncio.Server)
-            runner.server = server
-            info.port = server.sockets[0].getsockname()[1]
+            info.port = runner.serve(handle, ssl=tls)
             yield info
         finally:
             runner.stop()
