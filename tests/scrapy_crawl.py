@@ -2,9 +2,16 @@
 
 CONFIG holds ``settings`` (Scrapy settings), ``requests`` (``{"url": ..., "at": seconds after
 the start}``, each yielded at that time) and ``out`` (a file).  The spider writes one JSON line
-per thing it saw to ``out``: ``{"seen": url, "status": n}`` for a response, ``{"failed": url,
-"error": text}`` for a request that failed or was ignored, ``{"robots_parsed": url}`` for each
-``robots_parsed`` signal, and at the end ``{"stats": {...}}``.
+per thing it saw to ``out``: first ``{"scrapy": version}`` (the Scrapy that ran: PYTHONPATH
+may choose another than the venv's), then ``{"seen": url, "status": n}`` for a response,
+``{"failed": url, "error": text}`` for a request that failed or was ignored,
+``{"robots_parsed": url}`` for each ``robots_parsed`` signal, and at the end ``{"stats": {...}}``.
+
+Every ScrapyDeprecationWarning is an error here, so a deprecated use of Scrapy fails where it
+happens (in a signal handler, Scrapy logs it as "Error caught on signal handler").  The filter
+is set in main(), not by ``python -W error::scrapy.exceptions.ScrapyDeprecationWarning``:
+Python reads -W before site-packages is on sys.path, cannot import scrapy.exceptions then, and
+ignores the option ("Invalid -W option ignored").
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import asyncio
 import json
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,7 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerProcess
+from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.http import Request, Response
 from twisted.python.failure import Failure
 
@@ -43,6 +52,7 @@ class Probe(scrapy.Spider):
         self.out.write(json.dumps(event) + "\n")
 
     async def start(self) -> AsyncIterator[Request]:
+        self.write(scrapy=scrapy.__version__)
         began = time.monotonic()
         for planned in self.planned:
             wait = began + planned.get("at", 0.0) - time.monotonic()
@@ -68,6 +78,7 @@ class Probe(scrapy.Spider):
 
 
 def main(config_path: str) -> None:
+    warnings.simplefilter("error", ScrapyDeprecationWarning)
     config = json.loads(Path(config_path).read_text())
     process = CrawlerProcess(settings=config["settings"])
     process.crawl(Probe, requests=config["requests"], out=config["out"])

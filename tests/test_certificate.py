@@ -193,7 +193,7 @@ def test_expired_and_far_and_the_record(made: dict[str, Made]) -> None:
     assert expired.expired(NOW) and not expired.expired(expired.not_after)
     assert expired.record("expired.example", NOW, "first") == {
         "sha256": hashlib.sha256(made["expired"].der).hexdigest(),
-        "not_after": "2001-02-03T04:05:06Z",
+        "not_after": "2001-02-03T04:05:06.000Z",
         "expired": True,
         "names_host": True,
         "tofu": "first",
@@ -204,7 +204,7 @@ def test_expired_and_far_and_the_record(made: dict[str, Made]) -> None:
     assert far.not_after == calendar.timegm((2060, 1, 1, 0, 0, 0))
     assert far.record("localhost", NOW, "match") == {
         "sha256": far.sha256,
-        "not_after": "2060-01-01T00:00:00Z",
+        "not_after": "2060-01-01T00:00:00.000Z",
         "expired": False,
         "names_host": False,
         "tofu": "match",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import time
 
@@ -199,6 +200,56 @@ def test_fields() -> None:
     assert robots.request_rate("slow") == (1, 10.0)
     assert robots.check_interval("slow") is None
     assert robots.sitemaps == ["https://x/a.xml", "https://x/b.xml"]
+
+
+@pytest.mark.parametrize(
+    ("value", "window"),
+    [
+        ("1/10s 1820-1940", (dt.time(18, 20), dt.time(19, 40))),
+        ("1/10 0600-0845", (dt.time(6, 0), dt.time(8, 45))),
+        ("1/10 600 - 845", (dt.time(6, 0), dt.time(8, 45))),
+        ("1/10", (None, None)),
+    ],
+)
+def test_a_request_rate_keeps_its_window(value: str, window: tuple[dt.time | None, dt.time | None]) -> None:
+    """Protego reads (1, 10) and the window of ``1/10s 1820-1940``; so does manners, and says
+    nothing is wrong with it."""
+    robots = manners.parse(f"User-agent: *\nRequest-rate: {value}\n")
+    rate = robots.request_rate()
+    assert rate == (1, 10.0) and (rate.requests, rate.seconds) == (1, 10.0)
+    assert (rate.start_time, rate.end_time) == window
+    assert not robots.diagnostics
+
+
+def test_the_request_rate_in_force_depends_on_the_time_of_day() -> None:
+    robots = manners.parse("User-agent: *\nRequest-rate: 1/60s 2300-0559\nRequest-rate: 1/5s\n")
+    assert robots.request_rate() == (1, 60.0)  # the slowest of all
+    assert robots.request_rate(at=dt.time(2, 0)) == (1, 60.0)  # past midnight, inside
+    assert robots.request_rate(at=dt.time(12, 0)) == (1, 5.0)
+    plus_two = dt.timezone(dt.timedelta(hours=2))
+    assert robots.request_rate(at=dt.datetime(2026, 1, 1, 1, 30, tzinfo=plus_two)) == (1, 60.0)  # 23:30 UTC
+    assert manners.asked_spacing(robots, at=dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)) == 5.0
+    with pytest.raises(TypeError, match="datetime or a time of day"):
+        robots.request_rate(at=12)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["1/5 2400-0100", "1/5 0160-0200", "1/5 0100", "1/5 1-2", "1/5 0100-0200x"])
+def test_a_bad_window_is_a_bad_request_rate(bad: str) -> None:
+    robots = manners.parse(f"User-agent: *\nRequest-rate: {bad}\n")
+    assert robots.request_rate() is None
+    assert "bad-request-rate" in {d.code for d in robots.diagnostics}
+
+
+@pytest.mark.parametrize("profile", ["google", "rfc9309", "gemini", "gopher", "1994"])
+def test_a_line_is_read_up_to_its_first_nul(profile: str) -> None:
+    """Google's robots.cc reads a line as a C string: `Disallow: /a\\0` disallows /a, and so
+    `Disallow: /a\\0b` does; every profile reads it so, and lint says something is wrong."""
+    for body in (b"User-agent: *\nDisallow: /a\x00\n", b"User-agent: *\r\nDisallow: /a\x00b\r\nAllow: /c\n"):
+        robots = manners.parse(body, profile=profile)
+        target = "gopher://h/1/a" if profile == "gopher" else "/a"
+        assert not robots.allowed(target)
+        assert robots.decide(target).line == 2
+        assert any(d.severity != "info" for d in robots.diagnostics)
 
 
 @pytest.mark.parametrize("bad", ["soon", "-1", "nan", "inf", "1e999"])

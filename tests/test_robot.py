@@ -8,6 +8,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,36 @@ def test_spacing_follows_crawl_delay_and_request_rate(web: list[Site], cache: st
     assert (crawl_delay, rate, plain) == (0.3, 0.5, 0.1)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(g >= 0.3 - 0.02 for g in gaps), gaps  # 20 ms: see JITTER in test_load.py
+
+
+def _window(start: int, end: int) -> str:
+    """A Request-rate window from ``start`` to ``end`` minutes after now, in UTC, as HHMM-HHMM."""
+    now = datetime.now(UTC)
+    at = [(now.hour * 60 + now.minute + m) % 1440 for m in (start, end)]
+    return "-".join(f"{m // 60:02d}{m % 60:02d}" for m in at)
+
+
+def test_a_request_rate_with_a_window_applies_only_inside_it(tmp_path: Path) -> None:
+    """Request-rate: 1/1s with a window around now spaces requests 1 s; one whose window is
+    later this day leaves the robot's own minimum (the window is UTC, the extended standard's)."""
+    files = [
+        f"User-agent: *\nRequest-rate: 1/1s {_window(-5, 5)}\n",
+        f"User-agent: *\nRequest-rate: 1/1s {_window(60, 120)}\n",
+    ]
+    with sites(files, tmp_path / "www") as (inside, outside):
+
+        async def go() -> tuple[float, float, float]:
+            async with manners.Robot("mybot", cache="memory", min_delay=0.05) as robot:
+                await robot.allowed(inside.url)
+                await robot.allowed(outside.url)
+                await robot.wait(inside.url + "/a")
+                start = time.monotonic()
+                await robot.wait(inside.url + "/b")
+                return robot.delay(inside.url), robot.delay(outside.url), time.monotonic() - start
+
+        inside_delay, outside_delay, waited = run(go())
+    assert (inside_delay, outside_delay) == (1.0, 0.05)
+    assert waited >= 1.0 - 0.02
 
 
 def test_an_unreasonable_delay_is_capped_and_reported(

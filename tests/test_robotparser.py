@@ -122,15 +122,43 @@ def test_site_maps_from_anywhere_in_the_file() -> None:
     assert parsed("User-agent: *\nDisallow:\n").site_maps() is None
 
 
-def test_str_prints_the_groups_as_urllib_does() -> None:
-    parser = parsed(
-        "User-agent: *\nCrawl-delay: 1\nRequest-rate: 3/15\nDisallow: /cyberworld/map/ # infinite\n\n"
-        "# Cybermapper knows where to go.\nUser-agent: cybermapper\nDisallow: /some/path\n"
+# A file both readings agree on: str() prints it as urllib does (named groups first, * last; an
+# empty Disallow as "Allow: "; paths as urllib's quote(unquote(path)) leaves them).
+SAME_READING = (
+    "# Comments and sitemaps are not printed.\nSitemap: https://example.org/s.xml\n"
+    "User-agent: *\nCrawl-delay: 1\nRequest-rate: 3/15\nDisallow: /cyberworld/map/ # infinite\n"
+    "Allow: /tmp/open\nDisallow: /tmp/\n\n"
+    "User-agent: cybermapper\nUser-agent: FigTree/1.0\nDisallow:\n\n"
+    "user-agent: figtree\ndisallow: /%7ejoe/index.html\nDisallow: /a%3cd\nAllow: /caf\u00e9 menu\n"
+)
+
+
+def urllib_parsed(text: str) -> urllib.robotparser.RobotFileParser:
+    parser = urllib.robotparser.RobotFileParser()
+    parser.parse(text.splitlines())
+    return parser
+
+
+def test_str_prints_a_file_as_urllib_does() -> None:
+    printed = str(parsed(SAME_READING))
+    assert printed == str(urllib_parsed(SAME_READING))
+    assert printed.startswith("User-agent: cybermapper\nUser-agent: FigTree/1.0\nAllow: \n\n")
+    assert "Disallow: /~joe/index.html\nDisallow: /a%3Cd\nAllow: /caf%C3%A9%20menu\n\n" in printed
+
+
+def test_str_prints_rules_as_rfc_9309_reads_them() -> None:
+    """Where the readings differ (the README's table): every group, wildcards, %2F and
+    Crawl-delay 1.5 kept; urllib prints /%2A.pdf%24 and /a/b, and drops the rest."""
+    text = (
+        "User-agent: *\nCrawl-delay: 1.5\nDisallow: /*.pdf$\nDisallow: /a%2Fb\n\n"
+        "User-agent: *\nDisallow: /second\n\nUser-agent: lonely\n"
     )
-    assert str(parser) == (
-        "User-agent: cybermapper\nDisallow: /some/path\n\n"
-        "User-agent: *\nCrawl-delay: 1\nRequest-rate: 3/15\nDisallow: /cyberworld/map/"
+    assert str(parsed(text)) == (
+        "User-agent: lonely\n\n"
+        "User-agent: *\nCrawl-delay: 1.5\nDisallow: /*.pdf$\nDisallow: /a%2Fb\n\n"
+        "User-agent: *\nDisallow: /second"
     )
+    assert str(urllib_parsed(text)) == "User-agent: *\nDisallow: /%2A.pdf%24\nDisallow: /a/b"
 
 
 def test_bad_arguments_get_clear_errors() -> None:
@@ -213,6 +241,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
     )
     (root / "elsewhere").mkdir()
     (root / "elsewhere" / "robots.txt").write_text("User-agent: *\nDisallow: /\n")
+    (root / "same").mkdir()
+    (root / "same" / "robots.txt").write_text(SAME_READING, encoding="utf-8")
     log = root.parent / "access.log"
     block = (
         f"access_log {log} timed;"
@@ -223,6 +253,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
         " location = /moved/robots.txt { return 301 /robots.txt; }"
         " location = /loop/robots.txt { return 302 /loop/robots.txt; }"
         " location = /elsewhere/robots.txt { default_type text/plain; }"
+        " location = /same/robots.txt { default_type text/plain; }"
     )
     with nginx([block], root) as (port,):
         yield f"http://127.0.0.1:{port}", log
@@ -245,6 +276,16 @@ def test_read_a_file_with_the_user_agent_given(site: tuple[str, Path]) -> None:
     assert timed_log(log)[-1].user_agent == "otherbot/2.0"
     RobotFileParser(base + "/robots.txt").read()
     assert timed_log(log)[-1].user_agent == f"manners/{__version__}"  # not Python-urllib
+
+
+def test_str_after_read_prints_the_file_as_urllib_does(site: tuple[str, Path]) -> None:
+    """Both read the same file from nginx; the URL then picks how it is read (its scheme's profile)."""
+    base, _ = site
+    url = base + "/same/robots.txt"
+    ours, theirs = RobotFileParser(url), urllib.robotparser.RobotFileParser(url)
+    ours.read()
+    theirs.read()
+    assert str(ours) == str(theirs) == str(urllib_parsed(SAME_READING))
 
 
 def test_read_a_file_named_elsewhere_and_a_bare_authority(site: tuple[str, Path]) -> None:
@@ -271,6 +312,7 @@ def test_read_statuses(site: tuple[str, Path], path: str, allow_all: bool, disal
     assert parser.can_fetch("mybot", base + "/anything") is allow_all
     assert parser.mtime() == 0  # as urllib: only a file read counts
     assert parser.crawl_delay("mybot") is None
+    assert str(parser) == ""  # no file, no entries: urllib prints nothing either
 
 
 def test_read_follows_redirects_up_to_five(site: tuple[str, Path]) -> None:

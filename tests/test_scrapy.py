@@ -1,8 +1,10 @@
 """manners.scrapy in real Scrapy crawls of sites served by nginx on loopback.
 
 Each crawl is a ``CrawlerProcess`` in a subprocess (``scrapy_crawl.py``: a fresh reactor each
-time); what was requested is read from nginx's own access log (format ``timed``: when each
-request started, and its User-Agent), never from what the crawl says it did.
+time, and every ScrapyDeprecationWarning an error); what was requested is read from nginx's own
+access log (format ``timed``: when each request started, and its User-Agent), never from what
+the crawl says it did.  The crawls run on the venv's Scrapy (the newest); one runs on the oldest
+supported too, which scripts/setup installs beside the venv's.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -20,19 +24,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scrapy
 from scrapy import signals
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
-from scrapy.settings import Settings
+from scrapy.settings import Settings, default_settings
 from scrapy.spiders import Spider
 
+import manners
 from manners.scrapy import Addon, RobotParser, RobotsTxtMiddleware
 from manners.scrapy.slots import keep_delay
 from proxy import self_signed
 from servers import Hit, Listen, nginx, timed_log
 
+# in this process too, a deprecation is a failure: the add-on must run warning-free
+pytestmark = pytest.mark.filterwarnings("error::scrapy.exceptions.ScrapyDeprecationWarning")
+
 CRAWL = Path(__file__).with_name("scrapy_crawl.py")
 CRAWL_TIMEOUT = 60.0  # seconds for one crawl subprocess
+OLDEST_SCRAPY = "2.13"  # pyproject.toml's lower bound (scrapy>=2.13)
+# scripts/setup installs it here, beside the venv's own (the newest): its compiled parts must
+# match the interpreter running the tests, whose venv this is.
+OLDEST_SCRAPY_PATH = Path(sys.prefix) / f"scrapy-{OLDEST_SCRAPY}"
 MYBOT = "mybot/1.0 (+http://example.org/bot)"
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 BASE: dict[str, Any] = {
@@ -52,13 +65,22 @@ class Crawl:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     log: str = ""
+    output: str = ""  # the subprocess's stdout and stderr
 
     @property
     def stats(self) -> dict[str, Any]:
-        found = [e["stats"] for e in self.events if "stats" in e]
-        assert found, f"the crawl wrote no stats; its log ends:\n{self.log[-3000:]}"
-        stats: dict[str, Any] = found[-1]
+        stats: dict[str, Any] = self._last("stats")
         return stats
+
+    @property
+    def scrapy_version(self) -> str:
+        """The version of the Scrapy that ran the crawl."""
+        return str(self._last("scrapy"))
+
+    def _last(self, key: str) -> Any:
+        found = [e[key] for e in self.events if key in e]
+        assert found, f"the crawl wrote no {key}; its log ends:\n{self.log[-3000:]}"
+        return found[-1]
 
     def seen(self) -> set[str]:
         return {e["seen"] for e in self.events if "seen" in e}
@@ -72,8 +94,15 @@ class Crawl:
 
 
 class Running:
+    """One crawl subprocess; ``pythonpath`` goes first on its sys.path (another Scrapy, say)."""
+
     def __init__(
-        self, tmp: Path, name: str, settings: dict[str, Any], requests: Sequence[str | tuple[str, float]]
+        self,
+        tmp: Path,
+        name: str,
+        settings: dict[str, Any],
+        requests: Sequence[str | tuple[str, float]],
+        pythonpath: Path | None = None,
     ):
         self.out, self.log = tmp / f"{name}.crawl.jsonl", tmp / f"{name}.crawl.log"
         config = {
@@ -85,8 +114,11 @@ class Running:
         }
         path = tmp / f"{name}.crawl.json"
         path.write_text(json.dumps(config))
+        env = dict(os.environ)
+        if pythonpath is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
-            [sys.executable, str(CRAWL), str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            [sys.executable, str(CRAWL), str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
         )
 
     def wait(self) -> Crawl:
@@ -97,17 +129,20 @@ class Running:
             self.proc.communicate()
             raise AssertionError(f"the crawl took more than {CRAWL_TIMEOUT:g} s") from None
         log = self.log.read_text(errors="replace") if self.log.exists() else ""
-        assert self.proc.returncode == 0, (
-            f"the crawl failed:\n{output.decode(errors='replace')[-3000:]}\n{log[-3000:]}"
-        )
+        text = output.decode(errors="replace")
+        assert self.proc.returncode == 0, f"the crawl failed:\n{text[-3000:]}\n{log[-3000:]}"
         events = [json.loads(line) for line in self.out.read_text().splitlines()] if self.out.exists() else []
-        return Crawl(events, log)
+        return Crawl(events, log, text)
 
 
 def crawl(
-    tmp: Path, name: str, settings: dict[str, Any], requests: Sequence[str | tuple[str, float]]
+    tmp: Path,
+    name: str,
+    settings: dict[str, Any],
+    requests: Sequence[str | tuple[str, float]],
+    pythonpath: Path | None = None,
 ) -> Crawl:
-    return Running(tmp, name, settings, requests).wait()
+    return Running(tmp, name, settings, requests, pythonpath).wait()
 
 
 def paths(hits: list[Hit]) -> list[str]:
@@ -175,6 +210,39 @@ def test_disallowed_pages_are_never_requested_by_product_token(tmp_path: Path) -
         assert len(result.robots_parsed()) == (
             1 if hasattr(signals, "robots_parsed") else 0
         )  # Scrapy >= 2.18
+
+
+# -- the Scrapy versions supported --------------------------------------------------------
+
+
+@pytest.mark.parametrize("oldest", [True, False], ids=[f"scrapy-{OLDEST_SCRAPY}", "scrapy-venv"])
+def test_addon_runs_without_warnings_and_names_itself_on_oldest_and_newest_scrapy(
+    tmp_path: Path, oldest: bool, cache_url: Callable[[str], str]
+) -> None:
+    """On the oldest Scrapy supported and on the venv's (the newest): no ScrapyDeprecationWarning
+    (scrapy_crawl.py makes each an error; in a signal handler Scrapy logs it as an ERROR),
+    nothing logged at WARNING or above, and the start-up log names the add-on.  The cache is a
+    SQLite file, so the engine_stopped handler that closes it has real work to do."""
+    if oldest:
+        assert (OLDEST_SCRAPY_PATH / "scrapy").is_dir(), (
+            f"no Scrapy {OLDEST_SCRAPY} in {OLDEST_SCRAPY_PATH}: run scripts/setup"
+        )
+    root = tmp_path / "www"
+    write_site(root, PAGES)
+    log = tmp_path / "access.log"
+    with nginx([robots_block(log, "User-agent: *\nDisallow: /private/\n")], root) as (port,):
+        urls = [f"http://127.0.0.1:{port}{page}" for page in ("/index.html", "/private/secret.html")]
+        settings = {"MANNERS_CACHE": cache_url("sqlite")}
+        result = crawl(tmp_path, "versions", settings, urls, OLDEST_SCRAPY_PATH if oldest else None)
+    if oldest:  # PYTHONPATH really chose the old one
+        assert result.scrapy_version.startswith(f"{OLDEST_SCRAPY}."), result.scrapy_version
+    else:
+        assert result.scrapy_version == scrapy.__version__
+    assert paths(timed_log(log)) == ["/robots.txt", "/index.html"]
+    assert result.seen() == {urls[0]}
+    assert f"Enabled addons:\n[<manners.scrapy.Addon (manners {manners.__version__})>]\n" in result.log
+    assert re.findall(r"^.*\] (?:WARNING|ERROR|CRITICAL): .*$", result.log, re.MULTILINE) == []
+    assert "Warning" not in result.output
 
 
 # -- Crawl-delay ------------------------------------------------------------------------
@@ -285,6 +353,14 @@ def loopback_address() -> str:
     raise AssertionError("no loopback address with ports 80 and 443 free")
 
 
+def tls_1_2_only() -> dict[str, str]:
+    """Scrapy settings for TLS 1.2 only: DOWNLOAD_TLS_MIN/MAX_VERSION where Scrapy has them (it
+    deprecates DOWNLOADER_CLIENT_TLS_METHOD then), else DOWNLOADER_CLIENT_TLS_METHOD."""
+    if hasattr(default_settings, "DOWNLOAD_TLS_MIN_VERSION"):
+        return {"DOWNLOAD_TLS_MIN_VERSION": "TLSv1.2", "DOWNLOAD_TLS_MAX_VERSION": "TLSv1.2"}
+    return {"DOWNLOADER_CLIENT_TLS_METHOD": "TLSv1.2"}
+
+
 def test_http_and_https_of_one_host_read_their_own_robots_txt(tmp_path: Path) -> None:
     """http://H/ and https://H/ on their default ports (one "netloc" for Scrapy's own cache)
     are two authorities: each is governed by its own robots.txt.  nginx has a self-signed
@@ -307,7 +383,7 @@ def test_http_and_https_of_one_host_read_their_own_robots_txt(tmp_path: Path) ->
         urls = [
             f"{scheme}://{address}/{page}" for scheme in ("http", "https") for page in ("a.html", "b.html")
         ]
-        result = crawl(tmp_path, "schemes", {"DOWNLOADER_CLIENT_TLS_METHOD": "TLSv1.2"}, urls)
+        result = crawl(tmp_path, "schemes", tls_1_2_only(), urls)
     http, https = timed_log(logs[0]), timed_log(logs[1])
     assert sorted(paths(http)) == ["/b.html", "/robots.txt"]
     assert sorted(paths(https)) == ["/a.html", "/robots.txt"]

@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         r.crawl_delay(&agent, &[], &profile);
-        r.request_rate(&agent, &roles, &profile);
+        r.request_rate(&agent, &roles, &profile, None);
         r.check_interval(&agent, &roles, &profile);
         let groups = r.groups(&profile);
         for g in &groups.groups {

@@ -7,7 +7,7 @@ from .crawl import Crawler, Page
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
 from .robot import Policy, Robot, RobotDecision, SyncRobot
-from .robots import Decision, Diagnostic, Group, RobotsTxt, parse
+from .robots import Decision, Diagnostic, Group, RequestRate, RobotsTxt, asked_spacing, parse
 
 __all__ = [
     "PROFILES",
@@ -20,11 +20,13 @@ __all__ = [
     "Page",
     "Policy",
     "Profile",
+    "RequestRate",
     "Robot",
     "RobotDecision",
     "RobotsTxt",
     "SyncRobot",
     "__version__",
+    "asked_spacing",
     "fetch_robots",
     "parse",
     "robots_locations",

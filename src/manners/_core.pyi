@@ -1,12 +1,13 @@
 """Types of manners._core, the binding of the Rust engine (crates/manners-py)."""
 
 from collections.abc import Iterable
+from datetime import datetime, time
 from typing import Any, final
 
 from typing_extensions import disjoint_base
 
 from .profiles import Profile as PyProfile
-from .robots import Decision, Diagnostic, Group, Line
+from .robots import Decision, Diagnostic, Group, Line, RequestRate
 
 __all__ = [
     "FIELD_SPELLINGS",
@@ -123,8 +124,13 @@ class RobotsTxt:
         self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
     ) -> float | None: ...
     def request_rate(
-        self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
-    ) -> tuple[int, float] | None: ...
+        self,
+        agent: str = "*",
+        roles: Iterable[str] | None = (),
+        *,
+        profile: str | PyProfile | None = None,
+        at: datetime | time | None = None,
+    ) -> RequestRate | None: ...
     def check_interval(
         self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
     ) -> float | None: ...
@@ -164,4 +170,4 @@ def google_escape(s: str) -> str: ...
 def google_path(s: str) -> str: ...
 def gopher_selectors(s: str) -> tuple[str, ...]: ...
 def head_lines(data: bytes, n: int) -> bytes: ...
-def rate(value: str) -> tuple[int, float] | None: ...
+def rate(value: str) -> RequestRate | None: ...

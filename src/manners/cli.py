@@ -8,7 +8,15 @@ answer) goes through :mod:`manners.terminal` before it is printed.
 Exit status, for every command: 0 when a robot may go ahead (every URL allowed, no
 error-level finding, the file was read or is missing, which allows everything); 1
 when it may not (a URL disallowed, including by a robots.txt that could not be
-reached; an error-level finding); 2 for a usage error.
+reached; an error-level finding, which ``explain`` reports too: a file that is no
+robots.txt at all); 2 for a usage error.
+
+Before any verdict, every command says what was not read as the robots.txt it
+answers from: a file that could not be fetched, one cut at the size cap
+(``--max-bytes``) or one that is no robots.txt at all, in ``lint``'s words
+(:func:`manners.diagnostics.said`).  Every ``--json`` output shares one vocabulary
+(README, "JSON"): the keys of :func:`about` for the robots.txt, integer statuses
+and RFC 3339 timestamps (:mod:`manners.vocabulary`).
 
 The command line fetches robots.txt afresh unless ``--cached`` is given: whoever just
 edited the file must see the new answer.  The fetch still goes through the cache, so
@@ -19,6 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
+import gc
 import os
 import re
 import shutil
@@ -26,8 +37,9 @@ import sys
 import textwrap
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,12 +47,14 @@ from . import __version__
 from ._core import head_lines
 from .agents import require_token
 from .cache import CacheError
+from .diagnostics import lint, quoted, said, whole_file
 from .fetch import robots_locations
 from .fetch.locations import DEFAULT_PORTS
 from .profiles import PROFILES, RFC9309, profile_for
 from .robot import Policy, Robot
-from .robots import Decision, RobotsTxt, parse
+from .robots import Decision, Diagnostic, RobotsTxt, asked_spacing, parse
 from .terminal import safe, safe_json
+from .vocabulary import status_number, timestamp
 
 ROLES = ("indexer", "archiver", "researcher", "webproxy")
 MIN_DELAY, MAX_DELAY = 1.0, 300.0  # a Robot's defaults, for the spacing shown
@@ -83,6 +97,21 @@ class Source:
     name: str
     policy: Policy | None = None  # when fetched through the cache
 
+    @property
+    def read(self) -> bool:
+        """Whether there is a file behind the answers: read now, or a copy standing in."""
+        return self.policy is None or self.policy.entry.outcome == "ok" or self.policy.stale
+
+    @functools.cached_property
+    def findings(self) -> list[Diagnostic]:
+        """What of the file is not read as a robots.txt (see diagnostics.whole_file)."""
+        return whole_file(self.robots, self.body) if self.read else []
+
+
+def fetched(policy: Policy) -> Source:
+    """The Source a fetch through the cache gave."""
+    return Source(policy.robots, policy.entry.body, policy.entry.url, policy)
+
 
 # -- output ------------------------------------------------------------------------------
 
@@ -119,32 +148,45 @@ class Out:
     def data(self, value: Any) -> None:
         print(safe_json(value))
 
-    def fits(self, header: list[str], rows: list[list[str]]) -> bool:
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        return sum(widths) + 2 * len(widths) + (3 * len(widths) + 1 if self.rich else 0) <= self.width
+    def gap(self, header: list[list[str]], rows: list[list[str]]) -> int | None:
+        """The spaces between columns that let the table fit the width (two, else one), or
+        None when it does not fit even so.  A header is a column's label, a line a word."""
+        widths = [max([*map(len, h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+        margin = 0 if self.rich else 2  # plain lines start with the '!' mark and a space
+        for gap in (2, 1):
+            if sum(widths) + gap * (len(widths) - 1) + margin <= self.width:
+                return gap
+        return None
 
-    def table(self, title: str, header: list[str], rows: list[list[str]], marks: list[bool]) -> None:
-        """A table; rows flagged in ``marks`` are highlighted (plain output: a leading '!')."""
-        header = [safe(h) for h in header]
+    def table(
+        self, title: str, header: list[list[str]], rows: list[list[str]], marks: list[bool], gap: int
+    ) -> None:
+        """A table with ``gap`` spaces between columns and labels stacked a word a line; rows
+        flagged in ``marks`` are highlighted (plain output: a leading '!')."""
+        header = [[safe(w) for w in h] for h in header]
         rows = [[safe(c) for c in r] for r in rows]
         if self.rich:
             from rich.table import Table
             from rich.text import Text
 
-            t = Table(title=Text(title), title_justify="left", show_lines=False)
+            t = Table(title=Text(title), title_justify="left", box=None, padding=(0, gap, 0, 0))
+            t.pad_edge = False
             for h in header:
-                t.add_column(Text(h), no_wrap=True)
+                t.add_column(Text("\n".join(h)), no_wrap=True)
             for row, mark in zip(rows, marks, strict=True):
                 t.add_row(*(Text(c) for c in row), style="bold yellow" if mark else None)
             self.console.print(t)
             return
         print(safe(title))
-        cells = [header, *rows]
+        depth = max(map(len, header))  # labels stand on the rows, as rich sets them
+        labels = [[([""] * (depth - len(h)) + h)[n] for h in header] for n in range(depth)]
+        cells = [*labels, *rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+        sep = " " * gap
         lines = [
-            ("!" if n and marks[n - 1] else " ")
+            ("!" if n >= depth and marks[n - depth] else " ")
             + " "
-            + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            + sep.join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
             for n, row in enumerate(cells)
         ]
         print("\n".join(lines) + "\n")
@@ -168,10 +210,38 @@ def scheme_profile(source: str, default: str) -> str:
 
 
 def check_url(url: str) -> None:
+    """A URL manners can find a robots.txt for: a scheme it reads, and a host."""
+    if not is_url(url):
+        raise UsageError(f"{quoted(url)} is no URL: give a full URL, such as https://example.org/")
     scheme = url.split("://", 1)[0].lower()
     if scheme not in DEFAULT_PORTS:
         known = ", ".join(f"{s}://" for s in DEFAULT_PORTS)
-        raise UsageError(f"{url}: unknown scheme {scheme!r}; manners reads robots.txt for {known} URLs")
+        raise UsageError(f"{url}: unknown scheme {quoted(scheme)}; manners reads robots.txt for {known} URLs")
+    try:
+        robots_locations(url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_target(target: str, profile: str | None) -> None:
+    """A target is a URL manners reads, or a path as the reading takes one (a path starting
+    with '/'; a bare selector too under the gopher profile), exactly as the API accepts it.
+    Anything else, such as ``example.org/x``, is one sentence before anything is fetched."""
+    if is_url(target):
+        check_url(target)
+        return
+    try:
+        _blank(profile).decide(target)
+    except ValueError:
+        raise UsageError(
+            f"{quoted(target)} is neither a URL nor a path: give a full URL (scheme://host/path)"
+            " or a path starting with '/'"
+        ) from None
+
+
+@functools.cache
+def _blank(profile: str | None) -> RobotsTxt:
+    return parse(b"", profile)
 
 
 def check_agent(agent: str) -> None:
@@ -182,29 +252,35 @@ def check_agent(agent: str) -> None:
         raise UsageError(f"--agent: {exc}") from None
 
 
+def capped(args: argparse.Namespace) -> dict[str, Any]:
+    """``max_bytes`` for parse() and Robot() when --max-bytes is given; else their own default."""
+    return {"max_bytes": args.max_bytes} if args.max_bytes is not None else {}
+
+
 def read_source(where: str, profile: str | None, args: argparse.Namespace, out: Out) -> Source:
     """A robots.txt from a path, '-' (standard input) or a URL (fetched through the cache)."""
     if where == "-":
         body = sys.stdin.buffer.read()
-        return Source(parse(body, profile), body, "standard input")
+        return Source(parse(body, profile, **capped(args)), body, "standard input")
     if is_url(where):
         check_url(where)
         (policy,) = policies(args, [where], profile).values()
         if policy.entry.outcome == "ok" or policy.stale:  # else the command says so first, on stdout
             say_where_from(policy, args, out)
-        return Source(policy.robots, policy.entry.body, policy.entry.url, policy)
+        return fetched(policy)
     path = Path(where)
     if path.is_dir():
         raise UsageError(f"{where} is a directory: give the robots.txt file in it, or a URL")
     try:
         body = path.read_bytes()
     except FileNotFoundError:
+        hint = f" (https://{where}?)" if re.match(r"[\w-]+(\.[\w-]+)+(/|$)", where) else ""
         raise UsageError(
-            f"no such file {where!r}: give a robots.txt file, '-' for standard input, or a URL"
+            f"no such file {quoted(where)}{hint}: give a robots.txt file, '-' for standard input, or a URL"
         ) from None
     except OSError as exc:
         raise UsageError(f"cannot read {where}: {exc.strerror}") from None
-    return Source(parse(body, profile), body, where)
+    return Source(parse(body, profile, **capped(args)), body, where)
 
 
 def policies(args: argparse.Namespace, urls: Iterable[str], profile: str | None) -> dict[str, Policy]:
@@ -217,7 +293,9 @@ def policies(args: argparse.Namespace, urls: Iterable[str], profile: str | None)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     try:
-        robot = Robot(args.agent, args.role, args.cache, timeout=args.timeout, profile=profile)
+        robot = Robot(
+            args.agent, args.role, args.cache, timeout=args.timeout, profile=profile, **capped(args)
+        )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
 
@@ -242,16 +320,41 @@ def ago(seconds: float) -> str:
     return f"{int(seconds)} s ago"
 
 
+def cause(policy: Policy) -> str:
+    """Why the latest fetch read no file, without the verdict the fetch's meaning ends with
+    (the note says its own) and without the address the note names already."""
+    e = policy.entry
+    why = e.meaning.rsplit(": ", 1)[0] if ": " in e.meaning else e.meaning or f"status {e.status}"
+    for url in (e.source, e.url):
+        why = why.removesuffix(f" while fetching {url}")
+    return why
+
+
 def unread_note(policy: Policy) -> str | None:
-    """What a robot must know first when the file was not read; None when it was."""
+    """What a robot must know first when the file was not read, in one sentence; None when
+    it was.  Every command says it in these words."""
     e = policy.entry
     if e.outcome == "ok":
         return None
-    what = "unreachable for now" if e.outcome == "retry" else e.outcome
-    note = f"robots.txt at {e.url} is {what} ({e.status}): {e.meaning or 'see manners fetch'}"
+    if e.outcome == "unavailable":
+        return f"robots.txt at {e.url} is unavailable: {cause(policy)}; everything is allowed"
+    why = cause(policy)
+    if e.outcome == "retry":
+        why = why.removesuffix(": the server asked us to wait")  # retry's meaning has two parts
+        wait = f" {e.retry_after:g} s" if e.retry_after else ""
+        why += f", and the server asked to wait{wait}"
+    sentence = f"robots.txt at {e.url} could not be fetched: {why}"
     if policy.stale and e.good_at is not None:
-        return note + f"; answering from the copy read {ago(time.time() - e.good_at)}"
-    return note
+        return sentence + f"; answering from the copy read {ago(time.time() - e.good_at)}"
+    return sentence + "; everything is disallowed until it can be"
+
+
+def cached_note(policy: Policy, cached: bool) -> str | None:
+    """With --cached, how old the answer is (the same words for every command)."""
+    if not cached or policy.entry.outcome != "ok":
+        return None
+    e = policy.entry
+    return f"{e.url}: the cached copy read {ago(time.time() - e.fetched_at)} (--cached)"
 
 
 def blocked(policy: Policy | None) -> bool:
@@ -261,31 +364,49 @@ def blocked(policy: Policy | None) -> bool:
 
 def say_where_from(policy: Policy, args: argparse.Namespace, out: Out) -> None:
     """With --cached, how old the answer is; always, when the file was not read."""
-    note = unread_note(policy)
-    if note is not None:
-        out.note(note)
-    elif args.cached:
-        e = policy.entry
-        out.note(f"{e.url}: the cached copy read {ago(time.time() - e.fetched_at)} (--cached)")
+    for note in (unread_note(policy), cached_note(policy, args.cached)):
+        if note is not None:
+            out.note(note)
+
+
+def first_words(src: Source) -> list[str]:
+    """What the verdicts rest on, said before them: the file was cut, or is no robots.txt."""
+    return [said(src.name, d) for d in src.findings]
+
+
+def about(src: Source) -> dict[str, Any]:
+    """The robots.txt an answer comes from, in the keys every command's JSON shares."""
+    info: dict[str, Any] = {"robots": src.name, "outcome": None, "status": None, "network_error": None,
+                            "meaning": None, "fetched_at": None, "age": None, "stale": False,
+                            "note": None}  # fmt: skip
+    if src.policy is not None:
+        e = src.policy.entry
+        status = status_number(e.status)
+        failed = status is None and e.outcome in UNREAD  # a fetch that failed below the protocol
+        info |= {"outcome": e.outcome, "status": status, "network_error": e.status if failed else None,
+                 "meaning": e.meaning, "fetched_at": timestamp(e.fetched_at),
+                 "age": round(time.time() - e.fetched_at, 3), "stale": src.policy.stale,
+                 "note": unread_note(src.policy)}  # fmt: skip
+    return info | {"findings": [d._asdict() for d in src.findings]}
 
 
 # -- pace --------------------------------------------------------------------------------
 
 
-def pace(
-    robots: RobotsTxt, agent: str, roles: Sequence[str], profile: str, policy: Policy | None
-) -> dict[str, Any]:
+def pace(robots: RobotsTxt, agent: str, roles: Sequence[str], profile: str) -> dict[str, Any]:
     """How fast this robot may go, and the sitemaps: what a crawler asks after may I."""
     delay = robots.crawl_delay(agent, roles, profile=profile)
-    rate = robots.request_rate(agent, roles, profile=profile)
-    if policy is not None:
-        spacing = policy.spacing
-    else:  # as a default Robot computes it
-        asked = [MIN_DELAY, delay or 0.0, rate[1] / rate[0] if rate else 0.0]
-        spacing = min(max(asked), MAX_DELAY)
+    now = datetime.now(UTC)
+    rate = robots.request_rate(agent, roles, profile=profile)  # the slowest, in its window or not
+    # as a default Robot spaces requests now: a Request-rate counts inside its window only
+    spacing = min(max(MIN_DELAY, asked_spacing(robots, agent, roles, profile=profile, at=now)), MAX_DELAY)
+    window = {
+        "start_time": rate.start_time.strftime("%H:%M") if rate and rate.start_time else None,
+        "end_time": rate.end_time.strftime("%H:%M") if rate and rate.end_time else None,
+    }
     return {
         "crawl_delay": delay,
-        "request_rate": {"requests": rate[0], "seconds": rate[1]} if rate else None,
+        "request_rate": {"requests": rate[0], "seconds": rate[1]} | window if rate else None,
         "check_interval": robots.check_interval(agent, roles, profile=profile),
         "spacing": spacing,
         "sitemaps": robots.sitemaps,
@@ -296,7 +417,9 @@ def pace_lines(p: dict[str, Any]) -> list[str]:
     rate = p["request_rate"]
     asked = [
         f"Crawl-delay {p['crawl_delay']:g} s" if p["crawl_delay"] is not None else "no Crawl-delay",
-        f"Request-rate {rate['requests']}/{rate['seconds']:g} s" if rate else "no Request-rate",
+        f"Request-rate {rate['requests']}/{rate['seconds']:g} s{window_words(rate)}"
+        if rate
+        else "no Request-rate",
         f"Check every {p['check_interval']:g} s" if p["check_interval"] is not None else "no Check",
     ]
     lines = [f"pace: {'; '.join(asked)}: a Robot keeps {p['spacing']:g} s between requests"]
@@ -304,16 +427,24 @@ def pace_lines(p: dict[str, Any]) -> list[str]:
     return lines
 
 
+def window_words(rate: dict[str, Any]) -> str:
+    """When a Request-rate applies, in words: nothing for one that always does."""
+    if rate["start_time"] is None:
+        return ""
+    return f" from {rate['start_time']} to {rate['end_time']} UTC"
+
+
 # -- check -------------------------------------------------------------------------------
 
 
 def target_list(args: argparse.Namespace) -> list[str]:
-    """The URLs given: as arguments, '-' for standard input, and --urls FILE, one a line."""
+    """The URLs given: as arguments, '-' for standard input, and --urls FILE, one a line;
+    each checked before anything is fetched (paths only with --robots)."""
     if "-" in args.urls and args.robots == "-":
         raise UsageError("standard input cannot hold both URLs (check -) and robots.txt (--robots -)")
     found: list[str] = []
     for url in args.urls:
-        found += sys.stdin.read().split() if url == "-" else [url]
+        found += sys.stdin.buffer.read().decode(errors="surrogateescape").split() if url == "-" else [url]
     if args.url_file:
         try:
             found += Path(args.url_file).read_text(errors="surrogateescape").split()
@@ -321,48 +452,45 @@ def target_list(args: argparse.Namespace) -> list[str]:
             raise UsageError(f"cannot read --urls {args.url_file}: {exc.strerror}") from None
     if not found:
         raise UsageError("no URLs to check: give them as arguments, '-' for standard input, or --urls FILE")
+    for url in found:
+        if args.robots:
+            check_target(url, args.profile)
+        elif not is_url(url):
+            raise UsageError(
+                f"{quoted(url)} is no URL: give full URLs, or --robots FILE to check paths against"
+            )
+        else:
+            check_url(url)
     return found
 
 
 def cmd_check(args: argparse.Namespace, out: Out) -> int:
     check_agent(args.agent)
     urls = target_list(args)
-    for url in urls:
-        if is_url(url):
-            check_url(url)
-    known: dict[str, tuple[RobotsTxt, Policy | None]] = {}
-    where: list[str] = []
+    known: dict[str, Source] = {}
     if args.robots:
         fixed = read_source(args.robots, args.profile, args, out)
-        known[fixed.name] = (fixed.robots, fixed.policy)
+        known[fixed.name] = fixed
         where = [fixed.name] * len(urls)
     else:
-        for url in urls:
-            if not is_url(url):
-                raise UsageError(
-                    f"{url!r} is no URL: give full URLs, or --robots FILE to check paths against"
-                )
-        for name, fetched in policies(args, urls, args.profile).items():
-            known[name] = (fetched.robots, fetched)
-            say_where_from(fetched, args, out)
+        for name, policy in policies(args, urls, args.profile).items():
+            known[name] = fetched(policy)
+            say_where_from(policy, args, out)
         where = [robots_locations(url)[0] for url in urls]
+    for src in known.values():
+        for line in first_words(src):
+            out.note(line)
     results = []
     for url, name in zip(urls, where, strict=True):
         results.append(
-            {"url": url, **known[name][0].decide(url, args.agent, args.role)._asdict(), "robots": name}
+            {"url": url, **known[name].robots.decide(url, args.agent, args.role)._asdict(), "robots": name}
         )
     if out.json:
         files = []
-        for name, (robots, policy) in known.items():
+        for name, src in known.items():
             first = next(u for u, w in zip(urls, where, strict=True) if w == name)
             profile = args.profile or (first if is_url(first) else RFC9309.name)
-            info: dict[str, Any] = {"robots": name}
-            if policy is not None:
-                e = policy.entry
-                info |= {"outcome": e.outcome, "status": e.status, "meaning": e.meaning,
-                         "fetched_at": _when(e.fetched_at), "age": round(time.time() - e.fetched_at, 3),
-                         "stale": policy.stale, "note": unread_note(policy)}  # fmt: skip
-            files.append(info | pace(robots, args.agent, args.role, profile, policy))
+            files.append(about(src) | pace(src.robots, args.agent, args.role, profile))
         out.data({"results": results, "robots": files})
     else:
         for r in results:
@@ -384,24 +512,48 @@ def sample_paths(robots: RobotsTxt) -> list[str]:
     return list(out)
 
 
-def until_star(body: bytes) -> bytes:
+def until_star(robots: RobotsTxt, body: bytes) -> RobotsTxt:
     """The file as a robot following the Gopher draft reads it: nothing after the
     'User-agent: *' record ("if it is not listed last of all, anything below it will be
-    ignored")."""
-    robots = parse(body, "gopher")
-    star = next((g for g in robots.groups() if "*" in g.names), None)
+    ignored"), and nothing past where ``robots`` was cut."""
+    gopher = robots.reread("gopher")
+    star = next((g for g in gopher.groups() if "*" in g.names), None)
     if star is None:
-        return body
-    return head_lines(body, star.lines[1])
+        return gopher
+    return parse(head_lines(body, star.lines[1]), "gopher", max_bytes=None)
+
+
+def as_read_by(target: str, profile: str) -> str:
+    """``target`` as a robot reading the file under ``profile`` asks about it.
+
+    A Gopher robot matches selectors: a gopher:// URL gives its own (the engine takes the
+    item type off), and any other URL its path, as the rule rows spell paths, never a
+    Gemini or Web path read as if its first character were a Gopher item type.  Every
+    other robot matches URL paths, so a bare selector is a path from the root."""
+    if profile == "gopher":
+        if is_url(target) and target[:9].lower() != "gopher://":
+            return url_path(target)
+        return target
+    return target if is_url(target) or target.startswith("/") else "/" + target
+
+
+def url_path(url: str) -> str:
+    """What follows the authority in ``url`` (its path and query), '/' when nothing does."""
+    rest = url.split("://", 1)[1]
+    at = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    return rest[at:].split("#", 1)[0] or "/"
 
 
 def matrix_of(src: Source, targets: list[str], agent: str, roles: list[str]) -> list[list[Decision]]:
-    """Each reader's decision for each target; each reading parsed once."""
+    """Each reader's decision for each target, each reading made once; every reader asks
+    about the target as it reads one (as_read_by), as the rule rows do."""
     parsed: dict[tuple[str, bool], RobotsTxt] = {}
     for r in READERS:
         if (r.profile, r.draft) not in parsed:
-            parsed[r.profile, r.draft] = parse(until_star(src.body) if r.draft else src.body, r.profile)
-    columns = [(parsed[r.profile, r.draft], r.roles or tuple(roles), r.profile == "gopher") for r in READERS]
+            # the same file, cut where it was cut; the draft reader stops at the star record
+            reading = until_star(src.robots, src.body) if r.draft else src.robots.reread(r.profile)
+            parsed[r.profile, r.draft] = reading
+    columns = [(parsed[r.profile, r.draft], r.roles or tuple(roles), r.profile) for r in READERS]
     # Readers that choose the same groups of the same reading decide alike: ask one of them.
     asked: dict[tuple[int, str], int] = {}
     first = []
@@ -409,10 +561,13 @@ def matrix_of(src: Source, targets: list[str], agent: str, roles: list[str]) -> 
         first.append(asked.setdefault((id(robots), repr(robots.applies(agent, rr))), n))
     rows = []
     for t in targets:
-        as_path = t if is_url(t) or t.startswith("/") else "/" + t  # a Gopher selector, to the Web
+        web, gopher = as_read_by(t, "rfc9309"), as_read_by(t, "gopher")  # each reading's form, once
         row: list[Decision] = []
-        for n, (robots, rr, gopher) in enumerate(columns):
-            row.append(row[first[n]] if first[n] < n else robots.decide(t if gopher else as_path, agent, rr))
+        for n, (robots, rr, profile) in enumerate(columns):
+            if first[n] < n:
+                row.append(row[first[n]])
+            else:
+                row.append(robots.decide(gopher if profile == "gopher" else web, agent, rr))
         rows.append(row)
     return rows
 
@@ -433,18 +588,48 @@ def rules_by_group(robots: RobotsTxt, starts: list[int]) -> tuple[list[list[tupl
 
 
 def verdict_cell(d: Decision) -> str:
+    """A verdict as the list form names it: allow or DISALLOW, and the deciding line."""
     return ("allow" if d.allowed else "DISALLOW") + (f" {d.line}" if d.line else "")
 
 
+def table_cell(d: Decision) -> str:
+    """A verdict as the table shows it, short so that every reader's column fits: may the
+    robot fetch it, yes or NO, and the deciding line."""
+    return ("yes" if d.allowed else "NO") + (f" {d.line}" if d.line else "")
+
+
+def label(name: str) -> list[str]:
+    """A reader's name as a column label, a word a line ('Gemini-targeted' breaks after '-')."""
+    return name.replace("-", "- ").split()
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Explain makes hundreds of thousands of small objects and no reference cycles: the
+    cyclic collector would walk them again and again as they pile up (a quarter of the time
+    on 30,000 rules), so it is off while they are made."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def cmd_explain(args: argparse.Namespace, out: Out) -> int:
+    with no_cycle_collection():
+        return explain(args, out)
+
+
+def explain(args: argparse.Namespace, out: Out) -> int:
     check_agent(args.agent)
-    for url in args.urls:
-        if is_url(url):
-            check_url(url)
     profile = args.profile or scheme_profile(args.source, "gemini" if args.role else "rfc9309")
+    for target in args.urls:  # each checked before anything is fetched
+        check_target(target, profile)
     src = read_source(args.source, None, args, out)
-    if src.policy is not None and src.policy.entry.outcome != "ok" and not src.policy.stale:
-        return explain_unread(args, out, src.policy)
+    if not src.read:
+        return explain_unread(args, out, src, profile)
     robots = src.robots
     chosen, reason = robots.applies(args.agent, args.role, profile)
     deciding = {rng for _, ranges in chosen for rng in ranges}
@@ -455,14 +640,15 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
     if src.policy is not None and not args.urls and args.source not in targets:
         targets.insert(0, args.source)  # the URL asked about is a target too
     matrix = matrix_of(src, targets, args.agent, args.role)
-    speed = pace(robots, args.agent, args.role, profile, src.policy)
+    speed = pace(robots, args.agent, args.role, profile)
     marks = [len({d.allowed for d in row}) > 1 for row in matrix]
+    code = 1 if any(d.severity == "error" for d in src.findings) else 0  # no robots.txt at all
 
     if out.json:
+        own = robots.reread(profile)
         out.data(
-            {
-                "source": src.name,
-                "note": unread_note(src.policy) if src.policy else None,
+            about(src)
+            | {
                 "profile": profile,
                 "agent": args.agent,
                 "roles": args.role,
@@ -479,9 +665,10 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
                 "chosen": [{"who": who, "lines": [list(r) for r in ranges]} for who, ranges in chosen],
                 "reason": None if chosen else reason,
                 **speed,
+                "results": results_of(own, targets, args, profile),
                 "matrix": [
                     {
-                        "target": t,
+                        "url": t,
                         "disagree": mark,
                         "readers": {
                             r.name: {"allowed": d.allowed, "line": d.line}
@@ -492,10 +679,12 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
                 ],
             }
         )
-        return 0
+        return code
 
     who = args.agent + (f" with roles {', '.join(args.role)}" if args.role else "")
-    text: list[tuple[str, str]] = [(f"{src.name}, read as {profile} for {who}", "bold"), ("", "")]
+    style = "bold red" if code else "yellow"
+    text: list[tuple[str, str]] = [(line, style) for line in first_words(src)]
+    text += [(f"{src.name}, read as {profile} for {who}", "bold"), ("", "")]
     if chosen:
         text.append(("These groups decide (a target must pass each):", ""))
         text += [
@@ -521,34 +710,58 @@ def cmd_explain(args: argparse.Namespace, out: Out) -> int:
         text += [(line, "") for line in preamble]
     text.append(("", ""))
     width = max(40, out.width)
-    text = [
-        (part, style)
-        for line, style in text
-        for part in (textwrap.wrap(line, width, subsequent_indent="    ") if len(line) > width else [line])
-    ]
+    wrapped: list[tuple[str, str]] = []
+    for line, style in text:
+        if len(line) <= width:
+            wrapped.append((line, style))
+        else:
+            wrapped += [(part, style) for part in textwrap.wrap(line, width, subsequent_indent="    ")]
+    text = wrapped
     if out.rich:
         for line, style in text:
             out.line(line, style)
     else:  # one write: a 25,000-rule file is 25,000 lines
         print("\n".join(safe(line) for line, _ in text))
 
-    title = (
-        f"What each reader decides for {args.agent}"
-        " (cell: verdict and deciding line; highlighted: readers disagree)"
-    )
-    header = ["target", *(r.name for r in READERS)]
-    rows = [[t, *map(verdict_cell, row)] for t, row in zip(targets, matrix, strict=True)]
-    if out.fits(header, rows):
-        out.table(title, header, rows, marks)
+    if not targets:
+        out.line("no rules, and no targets given: nothing for the readers to decide")
+        return code
+    header = [["target"], *(label(r.name) for r in READERS)]
+    rows: list[list[str]] = []
+    gap = None
+    # the narrowest the table could be: its cells are made only if that fits
+    least = max(map(len, targets)) + sum(max(map(len, h)) + 1 for h in header[1:])
+    if least <= out.width:
+        rows = [[t, *map(table_cell, row)] for t, row in zip(targets, matrix, strict=True)]
+        gap = out.gap(header, rows)
+    if gap is not None:
+        title = (
+            f"May {args.agent} fetch it? What each reader decides (cell: yes or NO, and the deciding"
+            " line; highlighted: readers disagree)"
+        )
+        out.table(title, header, rows, marks, gap)
     else:
+        title = (
+            f"What each reader decides for {args.agent}"
+            " (cell: verdict and deciding line; highlighted: readers disagree)"
+        )
         readers_by_line(out, title, targets, matrix, marks)
     n = sum(marks)
     out.line(
-        f"{n} of {len(rows)} targets read differently by different robots"
+        f"{n} of {len(targets)} targets read differently by different robots"
         if n
         else "every reader agrees on every target"
     )
-    return 0
+    return code
+
+
+def results_of(
+    robots: RobotsTxt, targets: list[str], args: argparse.Namespace, profile: str
+) -> list[dict[str, Any]]:
+    """What this robot decides for each target, as check's results say it."""
+    return [
+        {"url": t, **robots.decide(as_read_by(t, profile), args.agent, args.role)._asdict()} for t in targets
+    ]
 
 
 def readers_by_line(
@@ -558,6 +771,9 @@ def readers_by_line(
     the readers that reach it, wrapped to the width."""
     width = max(40, out.width)
     lines = [*textwrap.wrap(title, width), ""]
+    # The names wrap the same way after any verdict of the same length: wrapped once each,
+    # so a file of 30,000 rules is not 50,000 calls to textwrap.
+    wrapped: dict[tuple[int, tuple[str, ...]], list[str]] = {}
     for target, row, mark in zip(targets, matrix, marks, strict=True):
         lines.append(("! " if mark else "  ") + target)
         if not mark and len({d.line for d in row}) == 1:
@@ -567,9 +783,15 @@ def readers_by_line(
         for r, d in zip(READERS, row, strict=True):
             by.setdefault(verdict_cell(d), []).append(r.name)
         for cell, names in by.items():
-            lines += textwrap.wrap(
-                ", ".join(names), width, initial_indent=f"      {cell}: ", subsequent_indent=" " * 8
-            )
+            lead = f"      {cell}: "
+            key = (len(lead), tuple(names))
+            found = wrapped.get(key)
+            if found is None:
+                found = wrapped[key] = textwrap.wrap(
+                    ", ".join(names), width, initial_indent=" " * len(lead), subsequent_indent=" " * 8
+                )
+            lines.append(lead + found[0][len(lead) :])
+            lines += found[1:]
     if out.rich:
         for line in lines:
             out.line(line, "bold yellow" if line.startswith("! ") else "")
@@ -578,21 +800,22 @@ def readers_by_line(
     out.line("")
 
 
-def explain_unread(args: argparse.Namespace, out: Out, policy: Policy) -> int:
+def explain_unread(args: argparse.Namespace, out: Out, src: Source, profile: str) -> int:
     """Nothing was read, so nothing is explained: what a robot does instead, and for which target."""
-    note = unread_note(policy) or ""
+    assert src.policy is not None
+    note = unread_note(src.policy) or ""
     targets = list(args.urls) or [args.source]
-    decisions = [policy.robots.decide(t, args.agent, args.role) for t in targets]
+    results = results_of(src.robots, targets, args, profile)
     if out.json:
-        e = policy.entry
-        results = [{"target": t, **d._asdict()} for t, d in zip(targets, decisions, strict=True)]
-        out.data({"source": e.url, "outcome": e.outcome, "status": e.status, "meaning": e.meaning,
-                  "note": note, "results": results})  # fmt: skip
+        speed = pace(src.robots, args.agent, args.role, profile)
+        out.data(about(src) | {"profile": profile, "agent": args.agent, "roles": args.role, "groups": [],
+                               "chosen": [], "reason": note, **speed, "results": results,
+                               "matrix": []})  # fmt: skip
     else:
-        out.line(note, "bold red")
-        for t, d in zip(targets, decisions, strict=True):
-            out.line(f"{'allowed' if d.allowed else 'disallowed':10}  {t}  ({d.reason})")
-    return 0 if all(d.allowed for d in decisions) else 1
+        out.line(note, "bold red" if blocked(src.policy) else "yellow")
+        for r in results:
+            out.line(f"{'allowed' if r['allowed'] else 'disallowed':10}  {r['url']}  ({r['reason']})")
+    return 0 if all(r["allowed"] for r in results) else 1
 
 
 # -- lint ------------------------------------------------------------------------------
@@ -601,32 +824,23 @@ def explain_unread(args: argparse.Namespace, out: Out, policy: Policy) -> int:
 def cmd_lint(args: argparse.Namespace, out: Out) -> int:
     profile = args.profile or scheme_profile(args.source, "rfc9309")
     src = read_source(args.source, profile, args, out)
-    if src.policy is not None and src.policy.entry.outcome != "ok" and not src.policy.stale:
-        note = unread_note(src.policy) or ""
-        e = src.policy.entry
+    if not src.read:
+        assert src.policy is not None
         if out.json:
-            out.data({"source": e.url, "profile": profile, "outcome": e.outcome, "status": e.status,
-                      "meaning": e.meaning, "note": note, "diagnostics": []})  # fmt: skip
+            out.data(about(src) | {"profile": profile, "diagnostics": []})
         else:
-            out.line(f"{note}; there is no file to lint", "bold red" if blocked(src.policy) else "yellow")
+            out.line(unread_note(src.policy) or "", "bold red" if blocked(src.policy) else "yellow")
+            out.line("there is no file to lint")
         return 1 if blocked(src.policy) else 0
-    found = src.robots.diagnostics
+    found = lint(src.robots, src.body)
     if out.json:
-        out.data(
-            {
-                "source": src.name,
-                "profile": profile,
-                "note": unread_note(src.policy) if src.policy else None,
-                "diagnostics": [d._asdict() for d in found],
-            }
-        )
+        out.data(about(src) | {"profile": profile, "diagnostics": [d._asdict() for d in found]})
     elif not found:
         out.line(f"{src.name}: no findings ({profile})", "green")
     else:
         style = {"error": "bold red", "warning": "yellow", "info": "dim"}
         for d in found:
-            where = f"{src.name}:{d.line}" if d.line is not None else src.name
-            out.line(f"{where}: {d.severity}: {d.code}: {d.message}", style[d.severity])
+            out.line(said(src.name, d), style[d.severity])
         counts = {s: sum(d.severity == s for d in found) for s in ("error", "warning", "info")}
         out.line(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()))
     return 1 if any(d.severity == "error" for d in found) else 0
@@ -639,49 +853,43 @@ def cmd_fetch(args: argparse.Namespace, out: Out) -> int:
     check_agent(args.agent)
     check_url(args.url)
     (policy,) = policies(args, [args.url], None).values()
+    src = fetched(policy)
     e = policy.entry
-    body = e.body.decode("utf-8", "surrogateescape") if e.outcome == "ok" or policy.stale else None
-    info = {
-        "robots_url": e.url,
-        "source": e.source,
-        "status": e.status,
-        "outcome": e.outcome,
-        "meaning": e.meaning,
-        "fetched_at": _when(e.fetched_at),
-        "expires_at": _when(e.expires_at),
-        "stale": policy.stale,
-        "cache": args.cache,
-        "cache_key": policy.key,
-        "fingerprint": e.fingerprint,
-        "fingerprint_changed": e.fingerprint_changed,
-        "body": body,
-    }
+    body = e.body.decode("utf-8", "surrogateescape") if src.read else None
+    certificate = {"sha256": e.fingerprint} if e.fingerprint else None
     if out.json:
-        out.data(info)
-    else:
-        if body is not None:
-            out.body(body)
-            out.line("")
-        out.line(
-            f"# {e.url}: {e.outcome} (status {e.status})", "bold green" if e.outcome == "ok" else "bold red"
-        )
-        out.line(f"# {e.meaning}")
-        if e.source != e.url:
-            out.line(f"# read from {e.source}")
-        if e.fingerprint:
-            out.line(f"# certificate fingerprint {e.fingerprint}")
-        if e.fingerprint_changed:
-            out.line("# warning: the certificate changed since the last fetch", "bold yellow")
-            out.note(f"{policy.key} presents a different certificate than when last fetched")
-        out.line(
-            f"# cache {args.cache}, key {policy.key}: fetched {info['fetched_at']},"
-            f" fetched again after {info['expires_at']}"
-            + (" (answering from an older copy)" if policy.stale else "")
-        )
+        out.data(about(src) | {"source": e.source, "expires_at": timestamp(e.expires_at), "cache": args.cache,
+                               "cache_key": policy.key, "certificate": certificate,
+                               "certificate_changed": e.fingerprint_changed, "truncated": e.truncated,
+                               "body": body})  # fmt: skip
+        return 1 if e.outcome in UNREAD else 0
+    note = cached_note(policy, args.cached)
+    if note is not None:
+        out.note(note)
+    if body is not None:
+        out.body(body)
+        out.line("")
+    for line in first_words(src):
+        out.line(f"# {line}", "bold yellow")
+    out.line(f"# {e.url}: {e.outcome} (status {e.status})", "bold green" if e.outcome == "ok" else "bold red")
+    out.line(f"# {unread_note(policy) or e.meaning}")
+    if e.source != e.url:
+        out.line(f"# read from {e.source}")
+    if e.fingerprint:
+        out.line(f"# certificate fingerprint {e.fingerprint}")
+    if e.fingerprint_changed:
+        out.line("# warning: the certificate changed since the last fetch", "bold yellow")
+        out.note(f"{policy.key} presents a different certificate than when last fetched")
+    out.line(
+        f"# cache {args.cache}, key {policy.key}: fetched {_when(e.fetched_at)},"
+        f" fetched again after {_when(e.expires_at)}"
+        + (" (answering from an older copy)" if policy.stale else "")
+    )
     return 1 if e.outcome in UNREAD else 0
 
 
 def _when(t: float) -> str:
+    """A moment for people (JSON says it with vocabulary.timestamp)."""
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
@@ -702,8 +910,10 @@ exit status: 0 every URL allowed (a missing robots.txt allows everything),
   manners explain robots.txt
   manners explain gemini://example.org/ --agent mybot --role archiver
   manners explain robots.txt /search /about --json
+  manners explain big-robots.txt --max-bytes 2000000   (read past a robot's 512,000 bytes)
 
-exit status: 0; 1 when robots.txt could not be reached (everything is disallowed)""",
+exit status: 0; 1 when robots.txt could not be reached (everything is disallowed)
+or is no robots.txt at all (an HTML page, a binary file, a Gopher error reply)""",
     "lint": """examples:
   manners lint robots.txt
   manners lint gopher://example.org/ --profile gopher --json
@@ -727,6 +937,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"manners {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     raw = argparse.RawDescriptionHelpFormatter
+    from .crawl.command import _positive as positive  # crawl's --max-bytes: the same name, the same check
 
     def common(p: argparse.ArgumentParser, robot: bool = True) -> None:
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -751,6 +962,13 @@ def build_parser() -> argparse.ArgumentParser:
             help="where fetched robots.txt files are kept: memory, sqlite (default), sqlite:///FILE or redis://...",
         )
         p.add_argument("--timeout", type=float, default=30.0, help="seconds a fetch may take (default: 30)")
+        p.add_argument(
+            "--max-bytes",
+            type=positive,
+            metavar="N",
+            help="bytes of robots.txt read, as a robot would read them; the rest is ignored"
+            " (default: 512000, a Robot's)",
+        )
         p.add_argument(
             "--cached",
             action="store_true",
@@ -848,7 +1066,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args, out)
         return code
     except UsageError as exc:
-        print(f"manners: {exc}", file=sys.stderr)
+        out.note(str(exc))
         return 2
     except KeyboardInterrupt:
         return 130

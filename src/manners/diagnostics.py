@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ._core import FIELD_SPELLINGS, MAX_LINE_BYTES, rate
 from .profiles import Profile
+from .terminal import safe
 
 if TYPE_CHECKING:
     from .robots import Diagnostic, RobotsTxt
@@ -26,6 +27,81 @@ _CANONICAL = {
 }
 _KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
 _NUMBER = re.compile(r"\d+(\.\d+)?$")
+_ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")  # a scheme, then an authority
+
+
+def quoted(text: str) -> str:
+    """``text`` from the file, quoted for a message: every control character and every byte
+    that is not UTF-8 escaped as the terminal shows it (``\\xff``), so that a message is safe
+    to print and reads the same on a terminal and in JSON (``repr`` would say ``\\udcff``)."""
+    return "'" + safe(text) + "'"
+
+
+def said(where: str, d: Diagnostic) -> str:
+    """A finding in the words of ``manners lint`` (``robots.txt:12: warning: code: message``),
+    which every command uses when it tells of a finding before its verdicts."""
+    place = f"{where}:{d.line}" if d.line is not None else where
+    return f"{place}: {d.severity}: {d.code}: {d.message}"
+
+
+def whole_file(robots: RobotsTxt, body: bytes | None = None) -> list[Diagnostic]:
+    """The findings about the file as a whole, which every verdict depends on: it was cut at
+    the size cap, or it is no robots.txt at all (an HTML page, a binary file, a Gopher
+    server's error reply or menu).  ``check``, ``explain`` and ``fetch`` say these first, so
+    that "everything is allowed" is never said of a file nobody read."""
+    _, truncated, _, _, _, _, binary, html, _ = robots._table()
+    cut, not_robots = _whole_file(truncated, binary, html)
+    if not_robots is None and body is not None:
+        not_robots = gopher_reply(body)
+    return [not_robots] if not_robots is not None else cut
+
+
+def lint(robots: RobotsTxt, body: bytes) -> list[Diagnostic]:
+    """Every finding ``manners lint`` reports: a Gopher reply that says "no such file" is one
+    error, as the fetcher reads it (no robots.txt), not a warning per line of it."""
+    reply = gopher_reply(body)
+    return [reply] if reply is not None else robots.diagnostics
+
+
+def gopher_reply(body: bytes) -> Diagnostic | None:
+    """An error when ``body`` is what a Gopher server sends for a missing file (a type-3 error
+    line or menu, gophernicus' plain ``Error:`` page, or a menu where a file was asked for):
+    the fetcher reads each as no robots.txt (:func:`manners.fetch.outcome.gopher_text`)."""
+    from .fetch.outcome import gopher_error, gopher_text
+    from .robots import Diagnostic
+
+    if not body.strip() or gopher_text(body) is not None:
+        return None
+    error = gopher_error(body)
+    if error is not None:
+        what = f"a Gopher server's error reply, not a robots.txt (robots read it as none): {quoted(error)}"
+        return Diagnostic(1, "error", "gopher-error", what)
+    return Diagnostic(1, "error", "gopher-menu", "a Gopher menu, not a robots.txt (robots read it as none)")
+
+
+def _whole_file(
+    truncated: tuple[int, int] | None, binary: bool, html: bool
+) -> tuple[list[Diagnostic], Diagnostic | None]:
+    """From the engine's table: the cut at the size cap, and a file that is not a robots.txt."""
+    from .robots import Diagnostic
+
+    cut = []
+    if truncated is not None:
+        at, line = truncated
+        read = f" (up to line {line - 1:,})" if line > 1 else ""
+        cut.append(
+            Diagnostic(
+                line,
+                "warning",
+                "truncated",
+                f"only the first {at:,} bytes are read{read}; the rest is ignored",
+            )
+        )
+    if binary:
+        return cut, Diagnostic(1, "error", "binary", "this looks like a binary file, not a robots.txt")
+    if html:
+        return cut, Diagnostic(1, "error", "html", "an HTML page, not a robots.txt (a soft 404?)")
+    return cut, None
 
 
 def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
@@ -38,14 +114,10 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     def add(line: int | None, severity: str, code: str, message: str) -> None:
         out.append(Diagnostic(line, severity, code, message))
 
-    if truncated is not None:
-        truncated_at, truncated_line = truncated
-        add(
-            truncated_line,
-            "warning",
-            "truncated",
-            f"only the first {truncated_at:,} bytes are read; the rest is ignored",
-        )
+    cut, not_robots = _whole_file(truncated, binary, html)
+    if not_robots is not None:  # a file that is not a robots.txt at all is one finding, not one per line
+        return [not_robots]
+    out += cut
     if invalid_utf8:
         add(
             None,
@@ -62,11 +134,6 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             "long-line",
             f"line is longer than {MAX_LINE_BYTES:,} bytes; the rest of it is ignored",
         )
-    # A file that is not a robots.txt at all is one finding, not one per line of it.
-    if binary:
-        return [Diagnostic(1, "error", "binary", "this looks like a binary file, not a robots.txt")]
-    if html:
-        return [Diagnostic(1, "error", "html", "an HTML page, not a robots.txt (a soft 404?)")]
 
     control = set(control_lines)
     # control characters on lines the table does not keep (comments, blank-looking lines)
@@ -90,7 +157,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         if number in control:
             add(number, "warning", "control-character", "control characters or undecodable bytes in the line")
         if kind == "unparsable":
-            add(number, "warning", "unparsable", f"not a 'field: value' line: {value[:60]!r}")
+            add(number, "warning", "unparsable", f"not a 'field: value' line: {quoted(value[:60])}")
             continue
         low = key.lower()
         if missing_colon:
@@ -98,9 +165,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 number, "warning", "missing-colon", f"'{key} {value}' lacks a colon; read as '{key}: {value}'"
             )
         if kind in _CANONICAL and low != _CANONICAL[kind].lower() and low not in FIELD_SPELLINGS:
-            add(number, "warning", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
+            add(number, "warning", "typo", f"{quoted(key)} is read as {_CANONICAL[kind]}")
         elif kind in FIELD_SPELLINGS and low != kind:
-            add(number, "info", "typo", f"'{key}' is read as {_CANONICAL[kind]}")
+            add(number, "info", "typo", f"{quoted(key)} is read as {_CANONICAL[kind]}")
 
         if kind == "virtual-agent" and not profile.virtual_agents:
             add(
@@ -130,8 +197,13 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             else:
                 token = re.match(r"[A-Za-z_-]*", value)
                 if token is None or token[0] != value:
-                    shown = token[0] if token and token[0] else "nothing"
-                    add(number, "info", "agent-token", f"'{value}' is matched as the product token {shown!r}")
+                    shown = quoted(token[0]) if token and token[0] else "nothing"
+                    add(
+                        number,
+                        "info",
+                        "agent-token",
+                        f"{quoted(value)} is matched as the product token {shown}",
+                    )
         elif kind in ("allow", "disallow"):
             if not seen_agent:
                 meaning = {
@@ -152,28 +224,54 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                     f"Allow is not part of the {profile.name} standard",
                 )
             if value and profile.target == "rfc3986" and value[0] not in "/*":
-                add(number, "warning", "pattern-start", f"pattern {value!r} does not start with '/' or '*'")
+                add(
+                    number,
+                    "warning",
+                    "pattern-start",
+                    f"pattern {quoted(value)} does not start with '/' or '*'",
+                )
             if "$" in value[:-1] or (value.endswith("$") and not profile.anchor):
                 where = "a literal character" if profile.anchor else f"literal to a {profile.name} reader"
                 if profile.anchor:
                     where += " unless it ends the pattern"
-                add(number, "info", "dollar", f"'$' in {value!r} is {where}")
+                add(number, "info", "dollar", f"'$' in {quoted(value)} is {where}")
             if "*" in value and not profile.wildcards:
-                add(number, "info", "star-literal", f"'*' in {value!r} is literal to a {profile.name} reader")
+                add(
+                    number,
+                    "info",
+                    "star-literal",
+                    f"'*' in {quoted(value)} is literal to a {profile.name} reader",
+                )
+        elif kind == "sitemap":
+            if not _ABSOLUTE_URL.match(value):
+                add(
+                    number,
+                    "warning",
+                    "sitemap-url",
+                    f"Sitemap {quoted(value)} is not a full URL, as RFC 9309 asks: robots cannot use it",
+                )
         elif kind == "crawl-delay":
             if not _NUMBER.match(value):
-                add(number, "warning", "bad-crawl-delay", f"Crawl-delay {value!r} is not a number of seconds")
+                add(
+                    number,
+                    "warning",
+                    "bad-crawl-delay",
+                    f"Crawl-delay {quoted(value)} is not a number of seconds",
+                )
         elif kind == "request-rate":
             if rate(value) is None:
                 add(
-                    number, "warning", "bad-request-rate", f"Request-rate {value!r} is not 'requests/seconds'"
+                    number,
+                    "warning",
+                    "bad-request-rate",
+                    f"Request-rate {quoted(value)} is not 'requests/seconds'",
                 )
         elif kind == "check":
             if not _NUMBER.match(value):
-                add(number, "warning", "bad-check", f"Check {value!r} is not a number of seconds")
+                add(number, "warning", "bad-check", f"Check {quoted(value)} is not a number of seconds")
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
-            add(number, severity, "unknown-field", f"unknown field {key!r} is ignored")
+            add(number, severity, "unknown-field", f"unknown field {quoted(key)} is ignored")
     control_before(n_lines + 1)
     if profile.virtual_agents and profile.target != "selector":
         out += _gemini_readings(robots)
@@ -209,9 +307,9 @@ def _gemini_readings(robots: RobotsTxt) -> list[Diagnostic]:
                 why = f"line {a.line}" if a.line else a.reason
                 may = ("may" if b.allowed else "may not", "may" if a.allowed else "may not")
                 message = (
-                    f"a robot acting as {role} {may[0]} fetch {target!r} if only the most targeted group"
-                    f" decides (gemini-targeted), but {may[1]} when it also obeys every group that applies"
-                    f" (gemini, {why}); say what you mean in the {role} group"
+                    f"a robot acting as {role} {may[0]} fetch {quoted(target)} if only the most targeted"
+                    f" group decides (gemini-targeted), but {may[1]} when it also obeys every group that"
+                    f" applies (gemini, {why}); say what you mean in the {role} group"
                 )
                 out.append(Diagnostic(line, "warning", "gemini-readings", message))
                 break

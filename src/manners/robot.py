@@ -24,7 +24,7 @@ from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, policy_of
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
 from .profiles import get_profile
-from .robots import RobotsTxt
+from .robots import RobotsTxt, asked_spacing
 
 log = logging.getLogger("manners")
 T = TypeVar("T")
@@ -54,7 +54,7 @@ class Policy:
     entry: Entry  # as the store holds it: body, outcome, status, fetched_at, expires_at, ...
     robots: RobotsTxt  # the policy in force
     stale: bool  # the latest fetch failed and an older copy answers
-    spacing: float  # seconds between requests to the authority, for this robot
+    spacing: float  # seconds between requests to the authority, for this robot, when it was read
 
 
 class Robot:
@@ -63,7 +63,8 @@ class Robot:
     ``cache`` is ``"memory"``, ``"sqlite"`` (default: a file in the user cache
     directory), ``"sqlite:///path/file.db"`` or a ``redis://`` URL.  Spacing per
     authority is the largest of ``min_delay``, the file's Crawl-delay and
-    Request-rate for this robot, and a pending wait the server asked for, capped at
+    Request-rate for this robot (one given for a window of the day, such as
+    ``1/10s 1820-1940``, only inside that window, in UTC), and a pending wait the server asked for, capped at
     ``max_delay``.  The fetch lock of a worker that died frees itself after
     ``lock_timeout`` (default: the fetch ``timeout`` plus 5 s).  ``profile`` fixes
     how files are read (default: by each URL's scheme).  At most ``max_policies``
@@ -154,11 +155,12 @@ class Robot:
         key = _key(url)
         e = known.entry
         not_before = e.fetched_at + e.retry_after if e.outcome == "retry" and e.retry_after else 0.0
-        slot = await self.store.book(key, known.spacing, not_before)
+        spacing = self._spacing(key, known.robots)  # a Request-rate's window may have opened
+        slot = await self.store.book(key, spacing, not_before)
         while True:
             while (left := slot - time.time()) > 0:
                 await asyncio.sleep(left)
-            late = await self.store.claim(key, known.spacing)
+            late = await self.store.claim(key, spacing)
             if late <= 0:
                 return time.time() - start
             slot = time.time() + late  # the worker before us woke late: keep the spacing after it
@@ -167,20 +169,13 @@ class Robot:
         """Seconds between requests to ``url``'s authority (``min_delay`` until its robots.txt is read)."""
         key = _key(url)
         known = self._known.get(key)
-        return known.spacing if known is not None else self.min_delay
+        return self._spacing(key, known.robots) if known is not None else self.min_delay
 
     # -- reading the policy --------------------------------------------------------------
 
     def _spacing(self, key: str, robots: RobotsTxt) -> float:
-        asked = [self.min_delay]
         read_as = self.profile or key  # the key's scheme picks the profile, as for its targets
-        delay = robots.crawl_delay(self.agent, self.roles, profile=read_as)
-        if delay is not None:
-            asked.append(delay)
-        rate = robots.request_rate(self.agent, self.roles, profile=read_as)
-        if rate is not None:
-            asked.append(rate[1] / rate[0])
-        spacing = max(asked)
+        spacing = max(self.min_delay, asked_spacing(robots, self.agent, self.roles, profile=read_as))
         if spacing > self.max_delay:
             if key not in self._capped:
                 self._capped.add(key)

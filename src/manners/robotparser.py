@@ -18,8 +18,10 @@ from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar, cast
 from urllib.robotparser import RequestRate
 
+from ._core import normalise
 from .fetch import FetchResult, fetch_robots, robots_locations
-from .robots import Decision, RobotsTxt, parse
+from .profiles import Profile, get_profile, profile_for
+from .robots import Decision, Line, RobotsTxt, parse
 
 __all__ = ["RequestRate", "RobotFileParser"]
 
@@ -124,13 +126,13 @@ class RobotFileParser:
         """Seconds to wait between requests, from the Crawl-delay of ``useragent``'s group."""
         if self._robots is None or not self.last_checked:
             return None
-        return _number(self._robots.crawl_delay(_agent(useragent), profile=self._field_profile()))
+        return _number(self._robots.crawl_delay(_agent(useragent), profile=self._reading()))
 
     def request_rate(self, useragent: str) -> RequestRate | None:
         """Request-rate of ``useragent``'s group, as ``RequestRate(requests, seconds)``."""
         if self._robots is None or not self.last_checked:
             return None
-        rate = self._robots.request_rate(_agent(useragent), profile=self._field_profile())
+        rate = self._robots.request_rate(_agent(useragent), profile=self._reading())
         if rate is None:
             return None
         return RequestRate(rate[0], cast(int, _number(rate[1])))  # urllib's seconds: whole, or here a float
@@ -142,21 +144,21 @@ class RobotFileParser:
         return self._robots.sitemaps or None
 
     def __str__(self) -> str:
-        """The groups that apply to someone, as urllib prints them: named agents first, ``*`` last."""
+        """The groups, as urllib prints its entries: named agents first, ``*`` last; in each, the
+        User-agent lines, Crawl-delay, Request-rate, then the rules.  A file both read alike
+        prints as urllib prints it (the README's "Replacing urllib.robotparser" says where not)."""
         if self._robots is None:
             return ""
-        robots = self._robots
+        robots, reading = self._robots, self._reading()
         blocks: list[tuple[bool, str]] = []
         lines = robots.lines()
-        for group in robots.groups(self._field_profile()):
+        for group in robots.groups(reading):
             first, last = group.lines
             out = [f"User-agent: {value}" for _, value in group.agents]
             fields = [ln for ln in lines if first <= ln.number <= last and ln.kind != "user-agent"]
             out += [f"Crawl-delay: {ln.value}" for ln in fields if ln.kind == "crawl-delay"]
             out += [f"Request-rate: {ln.value}" for ln in fields if ln.kind == "request-rate"]
-            out += [
-                f"{ln.kind.capitalize()}: {ln.value}" for ln in fields if ln.kind in ("allow", "disallow")
-            ]
+            out += [_rule(ln, reading) for ln in fields if ln.kind in ("allow", "disallow")]
             blocks.append(("*" in group.names, "\n".join(out)))
         return "\n\n".join([b for star, b in blocks if not star] + [b for star, b in blocks if star])
 
@@ -179,11 +181,13 @@ class RobotFileParser:
         self._robots = robots
         self.modified()
 
-    def _field_profile(self) -> str | None:
-        """Which reading answers Crawl-delay and friends: the profile, else by the file's scheme."""
+    def _reading(self) -> Profile:
+        """The profile the file is read under: the one given, else the one its URL's scheme picks
+        (RFC 9309 without a URL), as parse() and read() chose it.  A Profile, not the URL:
+        RobotsTxt.groups() takes a profile's name, not a URL."""
         if self.profile is not None:
-            return self.profile
-        return self.url if "://" in self.url else None
+            return get_profile(self.profile)
+        return profile_for(self.url)
 
 
 def _agent(useragent: str) -> str:
@@ -199,6 +203,17 @@ def _target(url: str) -> str:
     if "://" in url.split("?", 1)[0].split("#", 1)[0] or url[:1] == "/":
         return url
     return "/" + url
+
+
+def _rule(line: Line, reading: Profile) -> str:
+    """A rule as urllib prints one: an empty Disallow as ``Allow: `` (nothing is disallowed, in
+    either reading), and a URL path percent-encoded as it is matched, which is the form urllib's
+    ``quote(unquote(path))`` gives where the two readings agree (``%7e`` is ``~``, ``<`` is
+    ``%3C``).  Other profiles' paths (Google's, Gopher selectors) are printed as written."""
+    if line.kind == "disallow" and not line.value:
+        return "Allow: "
+    value = normalise(line.value, pattern=True) if reading.target == "rfc3986" else line.value
+    return f"{line.kind.capitalize()}: {value}"
 
 
 def _number(value: float | None) -> int | float | None:

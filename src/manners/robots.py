@@ -9,6 +9,7 @@ they return, how profiles are found by name or URL, and the way to the diagnosti
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime, time
 from typing import NamedTuple
 
 from . import _core
@@ -23,6 +24,39 @@ class Decision(NamedTuple):
     rule: str | None  # the deciding rule as written, e.g. "Disallow: /private"
     reason: str
     profile: str
+
+
+class RequestRate(tuple[int, float]):
+    """``(requests, seconds)`` from a Request-rate line, and the part of the day it is given for.
+
+    ``Request-rate: 1/10s 1820-1940`` is one request every 10 seconds between 18:20 and 19:40
+    UTC (the 1996 extended standard): ``start_time`` and ``end_time`` are those times of day,
+    both within the window, and None for a rate without one.  It is a pair, so it compares
+    and unpacks as the rate it is; the window goes with it.
+    """
+
+    start_time: time | None
+    end_time: time | None
+
+    def __new__(
+        cls, requests: int, seconds: float, start_time: time | None = None, end_time: time | None = None
+    ) -> RequestRate:
+        made = super().__new__(cls, (requests, seconds))
+        made.start_time = start_time
+        made.end_time = end_time
+        return made
+
+    @property
+    def requests(self) -> int:
+        return self[0]
+
+    @property
+    def seconds(self) -> float:
+        return self[1]
+
+    def __repr__(self) -> str:
+        window = f", start_time={self.start_time!r}, end_time={self.end_time!r}" if self.start_time else ""
+        return f"RequestRate(requests={self[0]!r}, seconds={self[1]!r}{window})"
 
 
 class Diagnostic(NamedTuple):
@@ -78,6 +112,25 @@ def core_profile(profile: Profile) -> _core.Profile:
 
 RobotsTxt = _core.RobotsTxt
 parse = _core.parse
+
+
+def asked_spacing(
+    robots: RobotsTxt,
+    agent: str = "*",
+    roles: Iterable[str] | None = (),
+    *,
+    profile: str | Profile | None = None,
+    at: datetime | None = None,
+) -> float:
+    """Seconds between requests a file asks of this robot: the larger of its Crawl-delay and of
+    the Request-rate in force ``at`` (default: now), 0 when it asks neither.
+
+    A Request-rate with a window of the day (``1/10s 1820-1940``, UTC) is in force only inside
+    it, so the answer changes with the time of day: a robot asks again for each request.
+    """
+    delay = robots.crawl_delay(agent, roles, profile=profile) or 0.0
+    rate = robots.request_rate(agent, roles, profile=profile, at=at or datetime.now(UTC))
+    return max(delay, rate[1] / rate[0] if rate is not None else 0.0)
 
 
 # What the engine calls back for: profiles by name or URL, and diagnostics.

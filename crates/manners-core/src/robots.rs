@@ -15,7 +15,7 @@ use crate::fields;
 use crate::line::Kind;
 use crate::profile::{scheme_of, Preamble, Profile, Roles, Scheme, Target};
 use crate::repr::py_repr;
-use crate::rule::{pattern_matches, Precedence, Rule, Rules};
+use crate::rule::{pattern_matches, Precedence, Rule, Rules, Source};
 use crate::table::{Table, SINCE_FIELD, SINCE_RULE};
 use crate::target::{
     google_escape, google_path, gopher_selectors, is_plain, normalise, url_path, NotAPath, Subjects,
@@ -128,8 +128,8 @@ struct Hit {
 impl Hit {
     fn of(rule: &Rule) -> Hit {
         Hit {
-            allow: rule.allow,
-            entry: rule.ordinal,
+            allow: rule.allow(),
+            entry: rule.ordinal(),
         }
     }
 }
@@ -409,11 +409,12 @@ impl RobotsTxt {
     /// The rule that decides for `path` among a choice's: found as written the first time the
     /// choice is asked (a one-shot question pays for no index), from its compiled rules after.
     fn first(&self, profile: &Profile, choice: &Choice, path: &[u8]) -> Option<Hit> {
+        let arena = self.table.arena();
         if let Some(rules) = choice.rules.get() {
-            return rules.first(path).map(Hit::of);
+            return rules.first(arena, path).map(Hit::of);
         }
         if choice.asked.swap(true, Ordering::Relaxed) {
-            return self.rules(profile, choice).first(path).map(Hit::of);
+            return self.rules(profile, choice).first(arena, path).map(Hit::of);
         }
         let t = &self.table;
         let mut best: Option<(Precedence, Hit)> = None;
@@ -435,7 +436,7 @@ impl RobotsTxt {
                 if allow && profile.index_html && index_dir(&pattern_of(profile, value)).is_some() {
                     // an Allow for an index page also allows its directory: two rules
                     for rule in compile(profile, allow, value, i as u32) {
-                        if rule.matches(path) {
+                        if pattern_matches(&rule.pattern, path, profile.wildcards, profile.anchor) {
                             consider(rule.precedence(), hit);
                         }
                     }
@@ -467,16 +468,16 @@ impl RobotsTxt {
     fn rules<'a>(&self, profile: &Profile, choice: &'a Choice) -> &'a Rules {
         choice.rules.get_or_init(|| {
             let t = &self.table;
-            let mut rules = Vec::new();
-            for &((from, to), _) in &choice.groups {
-                for (i, _, kind, value) in t.entries(from, to) {
-                    if !kind.is_rule() || (kind == Kind::Allow && !profile.allow) {
-                        continue;
-                    }
-                    rules.extend(compile(profile, kind == Kind::Allow, value, i as u32));
-                }
-            }
-            Rules::new(rules)
+            let sources = choice.groups.iter().flat_map(|&((from, to), _)| {
+                t.entries(from, to)
+                    .filter(|&(_, _, kind, _)| {
+                        kind.is_rule() && (kind != Kind::Allow || profile.allow)
+                    })
+                    .flat_map(|(i, _, kind, value)| {
+                        compile(profile, kind == Kind::Allow, value, i as u32)
+                    })
+            });
+            Rules::new(sources, t.arena(), profile.wildcards, profile.anchor)
         })
     }
 
@@ -538,24 +539,23 @@ impl RobotsTxt {
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     }
 
-    /// (requests, seconds) from Request-rate; the slowest when several apply.
+    /// The Request-rate asked of this robot: the slowest of those that apply at `minute` of
+    /// the day (UTC), or with no `minute` the slowest of all.
     pub fn request_rate(
         &self,
         agent: &str,
         roles: RoleList<'_>,
         profile: &Arc<Profile>,
-    ) -> Option<(u64, f64)> {
-        let mut best: Option<(u64, f64)> = None;
-        for r in self
-            .field_values(Kind::RequestRate, agent, roles, profile)
+        minute: Option<u16>,
+    ) -> Option<fields::Rate> {
+        self.field_values(Kind::RequestRate, agent, roles, profile)
             .into_iter()
             .filter_map(fields::rate)
-        {
-            if best.is_none_or(|b| r.1 / r.0 as f64 > b.1 / b.0 as f64) {
-                best = Some(r);
-            }
-        }
-        best
+            .filter(|r| minute.is_none_or(|m| r.applies_at(m)))
+            .fold(None, |best: Option<fields::Rate>, r| match best {
+                Some(b) if b.spacing() >= r.spacing() => Some(b),
+                _ => Some(r),
+            })
     }
 
     /// Sitemap URLs from anywhere in the file, in order, without repeats.
@@ -1054,29 +1054,29 @@ fn pattern_of<'a>(profile: &Profile, value: &'a [u8]) -> Cow<'a, [u8]> {
     }
 }
 
-fn compile(profile: &Profile, allow: bool, value: &[u8], entry: u32) -> Vec<Rule> {
+fn compile<'a>(profile: &Profile, allow: bool, value: &'a [u8], entry: u32) -> Vec<Source<'a>> {
     let pattern = pattern_of(profile, value);
-    let plain = value.iter().all(|&b| is_plain(b));
-    let Some(rule) = Rule::new(
-        allow,
-        &pattern,
-        entry,
-        profile.wildcards,
-        profile.anchor,
-        plain,
-    ) else {
+    if pattern.is_empty() {
         return Vec::new();
-    };
-    let mut out = vec![rule];
-    if allow && profile.index_html {
-        if let Some(dir) = index_dir(&pattern) {
-            let dir = [dir, b"$"].concat();
-            out.extend(
-                Rule::new(true, &dir, entry, profile.wildcards, profile.anchor, false)
-                    .map(Rule::into_extra),
-            );
-        }
     }
+    let plain = value.iter().all(|&b| is_plain(b));
+    let extra = (allow && profile.index_html)
+        .then(|| index_dir(&pattern).map(|dir| [dir, b"$"].concat()))
+        .flatten();
+    let mut out = vec![Source {
+        allow,
+        pattern,
+        ordinal: entry,
+        plain,
+        extra: false,
+    }];
+    out.extend(extra.map(|dir| Source {
+        allow: true,
+        pattern: Cow::Owned(dir),
+        ordinal: entry,
+        plain: false,
+        extra: true,
+    }));
     out
 }
 

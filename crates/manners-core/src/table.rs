@@ -239,6 +239,32 @@ impl<'a> Iterator for Lines<'a> {
     }
 }
 
+/// The text with each line cut at its first NUL (its line end kept), and the numbers of
+/// the lines that were.
+fn cut_at_nul(text: &[u8]) -> (Vec<u8>, Vec<u32>) {
+    let mut out = Vec::with_capacity(text.len());
+    let mut cut = Vec::new();
+    let mut rest = text;
+    for number in 1.. {
+        let end = find(rest, [b'\n', b'\r']).unwrap_or(rest.len());
+        let line = &rest[..end];
+        match find(line, [0]) {
+            Some(nul) => {
+                out.extend_from_slice(&line[..nul]);
+                cut.push(number);
+            }
+            None => out.extend_from_slice(line),
+        }
+        if end == rest.len() {
+            break;
+        }
+        let eol = eol_length(rest, end);
+        out.extend_from_slice(&rest[end..end + eol]);
+        rest = &rest[end + eol..];
+    }
+    (out, cut)
+}
+
 /// The length of the line end at `i`: 2 for CRLF, else 1.
 fn eol_length(text: &[u8], i: usize) -> usize {
     if text[i] == b'\r' && text.get(i + 1) == Some(&b'\n') {
@@ -582,6 +608,14 @@ impl Table {
         let may_be_html = near.contains(&b'<')
             || (text.len() > HEAD_CHARS && !near.is_ascii() && head().contains(&b'<'));
         t.html = !t.binary && may_be_html && looks_like_html(head());
+        // Google's parser reads each line as a C string, up to its first NUL: so does every
+        // profile.  Such lines are rare: a file holding one is read from a copy cut there.
+        let cut;
+        let mut nul_lines = Vec::new();
+        if !clean && find(text, [0]).is_some() {
+            (cut, nul_lines) = cut_at_nul(text);
+            text = &cut;
+        }
 
         // A file up to SCRATCH_KEPT is read into this thread's scratch buffers, then kept at
         // its exact size: one allocation each, where growing and shrinking its own would take
@@ -599,6 +633,11 @@ impl Table {
         let number = lines(&mut t, text, clean, &mut scratch.masks);
         if t.truncated_at.is_some() {
             t.truncated_line = number;
+        }
+        if !nul_lines.is_empty() {
+            t.control_lines.extend(nul_lines);
+            t.control_lines.sort_unstable();
+            t.control_lines.dedup();
         }
         // A final line end does not start another line; an empty file still has one.
         let ends_with_eol = text.last().is_some_and(|&b| b == b'\n' || b == b'\r');
@@ -841,6 +880,11 @@ impl Table {
         })
     }
 
+    /// The bytes every kept line's key and value are in: values are slices of it.
+    pub(crate) fn arena(&self) -> &[u8] {
+        &self.arena
+    }
+
     /// Arena offset of entry `i`, for `value_at`.
     pub(crate) fn start(&self, i: usize) -> u32 {
         self.locate(i).1
@@ -965,6 +1009,19 @@ mod tests {
         assert_eq!(t.truncated_at, Some(20));
         assert_eq!(t.len(), 1);
         assert!(!t.invalid_utf8);
+    }
+
+    #[test]
+    fn a_line_is_read_up_to_its_first_nul() {
+        let t = Table::new(
+            b"User-agent: *\r\nDisallow: /a\x00b\nAllow: /c\x00\n\x00Allow: /d\n",
+            None,
+        );
+        assert_eq!(t.len(), 3);
+        assert_eq!((t.number(1), t.value(1)), (2, &b"/a"[..]));
+        assert_eq!((t.number(2), t.value(2)), (3, &b"/c"[..]));
+        assert_eq!(t.control_lines, vec![2, 3, 4]);
+        assert_eq!(t.n_lines, 4);
     }
 
     #[test]

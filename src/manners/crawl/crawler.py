@@ -24,7 +24,6 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +34,8 @@ from ..fetch.certificate import Certificate, read_certificate
 from ..fetch.net import resolve
 from ..profiles import get_profile
 from ..robot import Robot, RobotDecision
+from ..robots import asked_spacing
+from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, Lease, open_frontier
@@ -99,7 +100,7 @@ class Page:
         else:
             r["mime"] = self.mime
         r.update(title=self.title, bytes=self.bytes, sha256=self.sha256, depth=self.depth,
-                 links=list(self.links), fetched_at=_iso(self.fetched_at))  # fmt: skip
+                 links=list(self.links), fetched_at=timestamp(self.fetched_at))  # fmt: skip
         if self.outcome == "disallowed" and self.decision is not None:
             r.update(line=self.decision.line, rule=self.decision.rule, robots=self.decision.robots_url)
         if self.target is not None:
@@ -260,7 +261,6 @@ class Crawler:
         self._cert_logged: set[str] = set()
         self._cert_archived: set[tuple[str, str]] = set()  # (authority, fingerprint) with a metadata record
         self._warc_lock = asyncio.Lock()
-        self._asked: dict[str, tuple[float, float]] = {}  # authority -> (robots.txt read at, spacing asked)
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -573,11 +573,7 @@ class Crawler:
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
             return True
         policy = await self.robot.policy(url)
-        known = self._asked.get(auth)
-        if known is None or known[0] != policy.entry.fetched_at:  # once per robots.txt read, not per URL
-            asked_now = _asked_spacing(policy.robots, self.agent or "*", self.roles or (), self.profile)
-            known = self._asked[auth] = (policy.entry.fetched_at, asked_now)
-        asked = known[1]
+        asked = asked_spacing(policy.robots, self.agent or "*", self.roles or (), profile=self.profile)
         if asked > self.max_delay:
             why = f"robots.txt asks for {asked:g} s between requests"
             why += f", more than --max-delay {self.max_delay:g} s"
@@ -891,17 +887,6 @@ def check_seed(seed: str) -> str:
         raise ValueError(f"{seed!r} is no usable URL: {exc}") from None
 
 
-def _asked_spacing(robots: Any, agent: str, roles: tuple[str, ...], profile: str | None) -> float:
-    asked = 0.0
-    delay = robots.crawl_delay(agent, roles, profile=profile)
-    if delay is not None:
-        asked = max(asked, float(delay))
-    rate = robots.request_rate(agent, roles, profile=profile)
-    if rate is not None:
-        asked = max(asked, rate[1] / rate[0])
-    return asked
-
-
 def _item_type(url: str) -> str | None:
     if not url.startswith("gopher:"):
         return None
@@ -954,7 +939,3 @@ def _shown(value: object) -> str:
 
 def _digest(body: bytes) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -11,7 +11,10 @@ Output is ASCII JSON (``ensure_ascii``): every character past ASCII, C1 and bidi
 gets a control sequence from a server.  Network text may hold bytes that are not UTF-8:
 ``bytes`` values are decoded with backslash escapes, and strings carrying lone surrogates
 (``surrogateescape`` decoding) get the same treatment, so ``\\xff`` appears as the four
-characters ``\\xff``.  The file is opened without following a symlink (``outdir``).
+characters ``\\xff``, as in every ``--json`` output (:func:`manners.terminal.readable`).
+Timestamps are RFC 3339 UTC with milliseconds (:func:`manners.vocabulary.timestamp`) and
+statuses integers or null, as there too.  The file is opened without following a symlink
+(``outdir``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from ..terminal import readable
 from .outdir import open_nofollow
 
 
@@ -36,9 +40,12 @@ class PageLog:
 
     def write(self, record: dict[str, object]) -> None:
         """Append ``record`` as one line and flush it."""
-        line = json.dumps(record, default=_bytes)
-        if "\\ud" in line:  # a surrogate: perhaps a lone one, from bytes that were not UTF-8
-            line = json.dumps(_clean(record), default=_bytes)
+        try:
+            line = json.dumps(record)
+        except TypeError:  # bytes in it
+            line = ""
+        if not line or "\\ud" in line:  # or a surrogate: perhaps a lone one, from bytes not UTF-8
+            line = json.dumps(readable(record))
         self._out.write(line.encode("ascii") + b"\n")
         self._out.flush()
 
@@ -74,32 +81,3 @@ def _cut_torn_line(handle: BinaryIO) -> int:
         keep = 0
     handle.truncate(keep)
     return size - keep
-
-
-def _bytes(value: object) -> str:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "backslashreplace")
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _clean(value: object) -> object:
-    """``value`` with lone surrogates in its strings turned into backslash escapes of their bytes."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raw = value.encode("utf-8", "surrogateescape") if _escapable(value) else None
-            if raw is not None:
-                return raw.decode("utf-8", "backslashreplace")
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-        return value
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _escapable(text: str) -> bool:
-    """Whether every surrogate in ``text`` came from ``surrogateescape`` (U+DC80..U+DCFF)."""
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ..vocabulary import timestamp
+
 __all__ = ["Certificate", "read_certificate"]
 
 _SEQUENCE, _SET, _OID, _OCTETS = 0x30, 0x31, 0x06, 0x04
@@ -222,9 +224,7 @@ def _time(der: bytes, tag: int, start: int, end: int) -> float:
 
 
 def _iso(when: float | None) -> str | None:
-    if when is None:
-        return None
-    return datetime.fromtimestamp(when, timezone.utc).replace(tzinfo=None).isoformat("T", "seconds") + "Z"
+    return timestamp(when) if when is not None else None
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
+from .. import __version__
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -18,6 +20,10 @@ PRIORITY = 100  # where Scrapy's own robots.txt middleware sits in DOWNLOADER_MI
 class Addon:
     """Obey robots.txt (unless the project says ``ROBOTSTXT_OBEY = False``), read it with manners,
     and put manners' middleware where Scrapy's was."""
+
+    def __repr__(self) -> str:
+        """How Scrapy's start-up log names it ("Enabled addons: [...]" prints each add-on's repr)."""
+        return f"<manners.scrapy.Addon (manners {__version__})>"
 
     def update_settings(self, settings: BaseSettings) -> None:
         settings.set("ROBOTSTXT_OBEY", True, priority="addon")

@@ -22,7 +22,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
 from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..cache import CacheError
@@ -37,13 +37,13 @@ from ..fetch.outcome import (
 )
 from ..profiles import get_profile
 from ..robot import MAX_POLICIES, Policy, Robot
+from ..robots import asked_spacing
 from .parser import RobotParser, agent
 from .slots import keep_delay
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-    from twisted.internet.defer import Deferred
 
 log = logging.getLogger(__name__)
 
@@ -167,15 +167,7 @@ class RobotsTxtMiddleware:
 
     def _delay(self, policy: Policy, name: str) -> float:
         """Seconds between requests that ``policy`` asks of robot ``name``, capped at MANNERS_MAX_DELAY."""
-        read_as = self.profile or policy.key
-        asked = [0.0]
-        crawl_delay = policy.robots.crawl_delay(name, profile=read_as)
-        if crawl_delay is not None:
-            asked.append(crawl_delay)
-        rate = policy.robots.request_rate(name, profile=read_as)
-        if rate is not None:
-            asked.append(rate[1] / rate[0])
-        delay = max(asked)
+        delay = asked_spacing(policy.robots, name, profile=self.profile or policy.key)
         if delay > self.max_delay:
             if policy.key not in self._capped:
                 self._capped.add(policy.key)
@@ -324,8 +316,14 @@ class RobotsTxtMiddleware:
         # handler, so the delay is put back after AutoThrottle has lowered it.
         self.crawler.signals.connect(self._keep_delay, signal=signals.response_downloaded)
 
-    def _engine_stopped(self) -> Deferred[None]:
-        return deferred_from_coro(self.robot.close())
+    async def _engine_stopped(self) -> None:
+        """Close the cache (a SQLite file, a Redis connection) once the crawl is over.
+
+        A coroutine, which every Scrapy from 2.13 on awaits: 2.13 wraps it in a Deferred
+        itself, and later versions warn (ScrapyDeprecationWarning) about a handler that
+        returns a Deferred.
+        """
+        await self.robot.close()
 
 
 def _headers(response: Response) -> Mapping[str, str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
 
 from ..agents import product_token
-from ..robots import Decision, RobotsTxt, parse
+from ..robots import Decision, RequestRate, RobotsTxt, parse
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,8 +40,8 @@ class RobotParser(ScrapyRobotParser):
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
         return self.robots.crawl_delay(agent(user_agent), profile=self.profile)
 
-    def request_rate(self, user_agent: str | bytes) -> tuple[int, float] | None:
-        """(requests, seconds) from Request-rate, for the same robot."""
+    def request_rate(self, user_agent: str | bytes) -> RequestRate | None:
+        """(requests, seconds) from Request-rate, for the same robot, with its window if it has one."""
         return self.robots.request_rate(agent(user_agent), profile=self.profile)
 
     @property
