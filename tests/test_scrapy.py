@@ -330,7 +330,7 @@ def test_three_processes_with_manners_pacing_keep_one_crawl_delay_together(
     assert max(spaced) < 1.5, spaced  # booked back to back: no process waits again on its own
     assert [c.stats["robotstxt/paced"] for c in crawls] == [PER_WORKER] * FLEET
     # the slots were Robot.wait()'s, under the key a Robot gives the authority
-    assert set(redis.Redis.from_url(pacing, decode_responses=True).keys("*")) == {
+    assert set(redis.Redis.from_url(pacing, decode_responses=True).keys("manners:*")) == {
         f"manners:slot:{_key(site)}",
         f"manners:start:{_key(site)}",
     }
