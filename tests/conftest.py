@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from servers import redis_server
+from servers import redis_cluster, redis_server
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +16,13 @@ def redis_port() -> Iterator[int]:
     """One real redis-server for the session (tests that restart Redis start their own)."""
     with redis_server() as port:
         yield port
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_ports() -> Iterator[list[int]]:
+    """One real three-master Redis Cluster for the session: its nodes' client ports."""
+    with redis_cluster() as ports:
+        yield ports
 
 
 @pytest.fixture

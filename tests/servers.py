@@ -49,6 +49,8 @@ __all__ = [
     "jetforce_hosts",
     "nginx",
     "pygopherd",
+    "redis_cluster",
+    "redis_durable",
     "redis_server",
     "timed_log",
 ]
@@ -75,6 +77,7 @@ _PROVIDERS: dict[str, str] = {
     "jetforce": "the PyPI package jetforce (pip install jetforce==1.0.0)",
     "pygopherd": "the PyPI package pygopherd (pip install pygopherd==3.1.0)",
     "redis-server": "the Debian package redis-server (apt-get install redis-server)",
+    "redis-cli": "the Debian package redis-tools (apt-get install redis-tools)",
 }
 
 
@@ -710,3 +713,63 @@ def redis_server(port: int | None = None) -> Iterator[int]:
                "--dir", str(work), "--protected-mode", "yes"]  # fmt: skip
         with _serve("redis-server", cmd, [port], work):
             yield port
+
+
+@contextmanager
+def redis_durable(work: Path, port: int | None = None) -> Iterator[int]:
+    """redis-server keeping its data in ``work`` in an append-only file, on ``port`` (default: a
+    free one). Yields it.
+
+    Stopping it (SIGTERM) writes the file out; start it again with the same ``work`` and port
+    to play a Redis restarted with its data.
+    """
+    exe = _executable("redis-server")
+    port = port or free_port()
+    cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "yes",
+           "--dir", str(work), "--protected-mode", "yes"]  # fmt: skip
+    with _serve("redis-server", cmd, [port], work):
+        yield port
+
+
+def _cluster_ok(cli: str, port: int) -> bool:
+    """The node on ``port`` says ``cluster_state:ok``: every slot is served by a node it reaches."""
+    info = subprocess.run([cli, "-h", HOST, "-p", str(port), "cluster", "info"], capture_output=True,
+                          text=True, timeout=START_TIMEOUT, stdin=subprocess.DEVNULL).stdout  # fmt: skip
+    return "cluster_state:ok" in info
+
+
+@contextmanager
+def redis_cluster(masters: int = 3) -> Iterator[list[int]]:
+    """A Redis Cluster of ``masters`` redis-servers on 127.0.0.1, no replicas, no persistence.
+
+    Each node has a free port for clients and another for the cluster bus (``cluster-port``, so
+    no port need be under 55536); ``redis-cli --cluster create`` assigns the slots, and the
+    client ports are yielded once every node says ``cluster_state:ok``.
+    """
+    exe, cli = _executable("redis-server"), _executable("redis-cli")
+    with tempfile.TemporaryDirectory(prefix="manners-redis-cluster-", ignore_cleanup_errors=True) as tmp, \
+            contextlib.ExitStack() as nodes:  # fmt: skip
+        ports = [free_port() for _ in range(2 * masters)]
+        while len(set(ports)) < len(ports):
+            ports = [free_port() for _ in range(2 * masters)]
+        clients = ports[:masters]
+        for port, bus in zip(clients, ports[masters:], strict=True):
+            work = Path(tmp) / str(port)
+            work.mkdir()
+            cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
+                   "--dir", str(work), "--protected-mode", "yes", "--cluster-enabled", "yes",
+                   "--cluster-port", str(bus), "--cluster-config-file", str(work / "nodes.conf")]  # fmt: skip
+            nodes.enter_context(_serve("redis-server", cmd, [port], work))
+        create = [cli, "--cluster", "create", *(f"{HOST}:{port}" for port in clients),
+                  "--cluster-replicas", "0", "--cluster-yes"]  # fmt: skip
+        made = subprocess.run(create, capture_output=True, text=True, timeout=START_TIMEOUT,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        if made.returncode != 0:
+            output = made.stdout + made.stderr
+            raise ServerFailed(f"redis-cli could not make the cluster: {shlex.join(create)}\n{output}")
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(_cluster_ok(cli, port) for port in clients):
+            if time.monotonic() > deadline:
+                raise ServerFailed(f"the Redis Cluster on {clients} is not ok after {START_TIMEOUT:g} s")
+            time.sleep(_POLL)
+        yield clients

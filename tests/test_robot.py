@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import logging
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -99,6 +104,63 @@ def test_spacing_follows_crawl_delay_and_request_rate(web: list[Site], cache: st
     assert (crawl_delay, rate, plain) == (0.3, 0.5, 0.1)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(g >= 0.3 - 0.02 for g in gaps), gaps  # 20 ms: see JITTER in test_load.py
+
+
+SKEW: ContextVar[float] = ContextVar("SKEW", default=0.0)  # seconds this task's "machine" runs ahead
+_real_time = time.time
+
+
+class _SkewedTime(ModuleType):
+    """The ``time`` module as seen on a machine whose clock runs SKEW seconds ahead: ``time()`` is
+    shifted in the asyncio tasks that set SKEW (and those they start); the rest is the real module."""
+
+    def time(self) -> float:
+        return _real_time() + SKEW.get()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_wait_on_redis_keeps_the_spacing_on_the_servers_clock(
+    web: list[Site], cache_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two robots sharing a Redis, one on a machine whose clock is 100 s ahead, wait on one
+    authority (Crawl-delay 0.3) at once: every grant, whichever robot got it, is at least 0.3 s
+    after the last, and neither waits anywhere near 100 s.  Slots are on the Redis server's
+    clock (TIME in the scripts) and answered in seconds from now.  With slots kept as each
+    client's epoch time, this fails either way round: if the skewed robot books first, the other
+    finds the next slot 100 s ahead of its own clock and waits (here: the 10 s deadline); if it
+    books second, its slot is "now" by its own clock and it claims at once, right on top of the
+    other's request."""
+    cache = cache_url("redis")
+    skewed = _SkewedTime("time")
+    importlib.import_module("manners.cache.redis")  # open_store imports it only when first asked
+    for name, module in list(sys.modules.items()):  # every manners module that reads the clock
+        if name.startswith("manners") and getattr(module, "time", None) is time:
+            monkeypatch.setattr(module, "time", skewed)
+    site, turns = web[1], 4
+
+    async def robot(skew: float) -> list[tuple[float, float]]:
+        SKEW.set(skew)  # in this task only: the other robot keeps the true clock
+        for name in ("manners.robot", "manners.cache.redis"):  # the machine's clock, as they read it
+            assert sys.modules[name].time.time() - _real_time() == pytest.approx(skew, abs=0.01)
+        grants = []
+        async with manners.Robot("mybot", cache=cache, min_delay=0) as r:
+            for n in range(turns):
+                waited = await r.wait(f"{site.url}/page/{n}")
+                grants.append((time.monotonic(), waited))
+        return grants
+
+    async def go() -> list[list[tuple[float, float]]]:
+        both = asyncio.gather(robot(0.0), robot(100.0))
+        return list(await asyncio.wait_for(both, timeout=10))
+
+    true_clock, ahead = asyncio.run(go())
+    assert max(waited for _, waited in true_clock + ahead) < 0.3 * 2 * turns  # nobody waited ~100 s
+    times = sorted(t for t, _ in true_clock + ahead)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert all(g >= 0.3 - 0.02 for g in gaps), gaps  # 20 ms: see JITTER in test_load.py
+    assert times[-1] - times[0] < 0.3 * (2 * turns - 1) + 1.0  # the two took turns, none idle
 
 
 def _window(start: int, end: int) -> str:

@@ -18,12 +18,14 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import scrapy
 from scrapy import signals
 from scrapy.core.downloader import Slot
@@ -32,10 +34,11 @@ from scrapy.settings import Settings, default_settings
 from scrapy.spiders import Spider
 
 import manners
+from manners.robot import _key
 from manners.scrapy import Addon, RobotParser, RobotsTxtMiddleware
 from manners.scrapy.slots import keep_delay
 from proxy import self_signed
-from servers import Hit, Listen, nginx, timed_log
+from servers import Hit, Listen, free_port, nginx, redis_server, timed_log
 
 # in this process too, a deprecation is a failure: the add-on must run warning-free
 pytestmark = pytest.mark.filterwarnings("error::scrapy.exceptions.ScrapyDeprecationWarning")
@@ -269,6 +272,126 @@ def test_crawl_delay_keeps_requests_apart_with_autothrottle_and_jitter(tmp_path:
     gaps = [b.start - a.start for a, b in itertools.pairwise(hits)]
     assert min(gaps) >= 0.995, gaps  # nginx logs times to the millisecond
     assert "[scrapy.extensions.throttle] INFO: slot: 127.0.0.1" in result.log  # AutoThrottle was at work
+
+
+# -- Crawl-delay kept by a fleet of processes (MANNERS_PACING) ---------------------------
+
+FLEET, PER_WORKER = 3, 3  # Scrapy processes, and the pages each crawls
+JITTER = 0.020  # see JITTER in test_load.py: nginx's clock, the event loop and the scheduler
+
+
+def fleet_crawl(tmp_path: Path, name: str, settings: dict[str, Any]) -> tuple[str, list[Hit], list[Crawl]]:
+    """FLEET Scrapy processes started at once on one site (Crawl-delay 1), each crawling its own
+    PER_WORKER pages under its own User-Agent (``mybot/1.0 (worker N)``: one robot, told apart in
+    nginx's log).  Returns the site, the page requests nginx received, and what each crawl wrote."""
+    root = tmp_path / name
+    pages = [[f"/w{n}/p{i}.html" for i in range(PER_WORKER)] for n in range(FLEET)]
+    write_site(root, {page: "<html>page</html>" for mine in pages for page in mine})
+    log = tmp_path / f"{name}.log"
+    with nginx([robots_block(log, "User-agent: *\nCrawl-delay: 1\n")], root) as (port,):
+        site = f"http://127.0.0.1:{port}"
+        workers = [
+            Running(
+                tmp_path,
+                f"{name}{n}",
+                {**settings, "USER_AGENT": f"mybot/1.0 (worker {n})"},
+                [site + page for page in mine],
+            )
+            for n, mine in enumerate(pages)
+        ]
+        crawls = [worker.wait() for worker in workers]
+    hits = [h for h in timed_log(log) if h.path != "/robots.txt"]
+    assert sorted(paths(hits)) == sorted(page for mine in pages for page in mine)
+    for n, (result, mine) in enumerate(zip(crawls, pages, strict=True)):
+        assert result.seen() == {site + page for page in mine}
+        assert {h.user_agent for h in hits if h.path in mine} == {f"mybot/1.0 (worker {n})"}
+    return site, hits, crawls
+
+
+def gaps(hits: list[Hit]) -> list[float]:
+    return [b.start - a.start for a, b in itertools.pairwise(hits)]
+
+
+def test_three_processes_with_manners_pacing_keep_one_crawl_delay_together(
+    tmp_path: Path, cache_url: Callable[[str], str]
+) -> None:
+    """Three Scrapy processes, each with its own memory cache, share only MANNERS_PACING (a real
+    redis-server): every page request to the host, whichever process sent it, starts at least
+    the Crawl-delay (1 s) after the last, by nginx's clock.  Scrapy's default ±50 % jitter stays
+    on: the slot delay is left alone, so a process does not hold a request again after its fleet
+    slot (that would double the wait, and leave requests later than booked): the 9 requests are
+    booked back to back, and the whole crawl of the host takes 8 s, not more.  The control, the
+    same three processes without MANNERS_PACING: each keeps the Crawl-delay on its own, and the
+    host gets requests closer than 1 s."""
+    pacing = cache_url("redis")
+    site, hits, crawls = fleet_crawl(tmp_path, "paced", {"MANNERS_PACING": pacing})
+    spaced = gaps(hits)
+    assert min(spaced) >= 1.0 - JITTER, spaced
+    assert max(spaced) < 1.5, spaced  # booked back to back: no process waits again on its own
+    assert [c.stats["robotstxt/paced"] for c in crawls] == [PER_WORKER] * FLEET
+    # the slots were Robot.wait()'s, under the key a Robot gives the authority
+    assert set(redis.Redis.from_url(pacing, decode_responses=True).keys("manners:*")) == {
+        f"manners:slot:{_key(site)}",
+        f"manners:start:{_key(site)}",
+    }
+
+    _, alone, _ = fleet_crawl(tmp_path, "control", {})
+    for n in range(FLEET):  # each process keeps the Crawl-delay by itself...
+        assert min(gaps([h for h in alone if h.user_agent.endswith(f"(worker {n})")])) >= 1.0 - JITTER
+    assert min(gaps(alone)) < 1.0 - 0.1, gaps(alone)  # ...and not with the others
+
+
+def test_pacing_without_redis_drops_requests_rather_than_send_them_unpaced(tmp_path: Path) -> None:
+    """MANNERS_PACING naming a Redis that does not answer: after MANNERS_PACING_TIMEOUT (1 s
+    here) of retries, each page is dropped with IgnoreRequest, and the reason is logged; nginx
+    sees robots.txt and no page."""
+    root = tmp_path / "www"
+    write_site(root, PAGES)
+    log = tmp_path / "access.log"
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with nginx([robots_block(log, "User-agent: *\nCrawl-delay: 1\n")], root) as (port,):
+        urls = [f"http://127.0.0.1:{port}{page}" for page in PAGES]
+        settings = {"MANNERS_PACING": down, "MANNERS_PACING_TIMEOUT": 1}
+        result = crawl(tmp_path, "down", settings, urls)
+    assert paths(timed_log(log)) == ["/robots.txt"]
+    failed = result.failed()
+    assert sorted(url for url, _ in failed) == sorted(urls)
+    unreachable = f"not sent unpaced: no fleet-wide request slot: the Redis cache at {down} is unreachable"
+    assert all(error.startswith(unreachable) for _, error in failed), failed
+    assert result.stats["robotstxt/pacing_error"] == len(urls)
+    assert f"manners pacing: requests wait up to 1 s for Redis: the Redis cache at {down}" in result.log
+    assert re.search(r"ERROR: manners pacing: <GET http://127\.0\.0\.1:\d+/\S+> dropped: ", result.log)
+
+
+def test_pacing_waits_for_a_redis_that_comes_back(tmp_path: Path) -> None:
+    """Redis starts a second after the crawl has found it down (its log says so), well within
+    MANNERS_PACING_TIMEOUT: the requests wait for it, then go out paced, none dropped."""
+    root = tmp_path / "www"
+    write_site(root, PAGES)
+    log = tmp_path / "access.log"
+    port = free_port()
+    with nginx([robots_block(log, "User-agent: *\nCrawl-delay: 1\n")], root) as (site,):
+        urls = [f"http://127.0.0.1:{site}{page}" for page in PAGES]
+        settings = {"MANNERS_PACING": f"redis://127.0.0.1:{port}/0", "MANNERS_PACING_TIMEOUT": 30}
+        running = Running(tmp_path, "late", settings, urls)
+        waiting = "manners pacing: requests wait up to 30 s for Redis: the Redis cache at"
+        deadline = time.monotonic() + CRAWL_TIMEOUT / 2
+        while waiting not in (running.log.read_text() if running.log.exists() else ""):
+            assert time.monotonic() < deadline and running.proc.poll() is None, "the crawl never asked Redis"
+            time.sleep(0.1)
+        time.sleep(1.0)  # the requests keep trying meanwhile
+        started = time.time()
+        with redis_server(port):
+            result = running.wait()
+    hits = timed_log(log)
+    pages = [h for h in hits if h.path != "/robots.txt"]
+    assert sorted(paths(pages)) == sorted(PAGES)
+    assert pages[0].start >= started  # no page before Redis was up
+    assert min(gaps(pages)) >= 1.0 - JITTER, gaps(pages)
+    assert result.failed() == []
+    assert result.stats["robotstxt/paced"] == len(PAGES)
+    assert "robotstxt/pacing_error" not in result.stats
+    assert f"manners pacing: the Redis at redis://127.0.0.1:{port}/0 answers again" in result.log
 
 
 # -- robots.txt that cannot be read -----------------------------------------------------
@@ -518,10 +641,17 @@ def test_addon_replaces_scrapys_middleware() -> None:
         ("MANNERS_TIMEOUT", 0, "MANNERS_TIMEOUT must be a positive number of seconds"),
         ("MANNERS_CACHE", "postgres://x", "MANNERS_CACHE: unknown cache 'postgres://x'"),
         ("MANNERS_PROFILE", "nonsense", "MANNERS_PROFILE: unknown profile 'nonsense'"),
+        ("MANNERS_PACING", "memory", "MANNERS_PACING: a redis:// or rediss:// URL is needed .* not 'memory'"),
+        ("MANNERS_PACING", "sqlite:///x", "MANNERS_PACING: a redis:// or rediss:// URL is needed"),
+        ("MANNERS_PACING", "redis://127.0.0.1:no", "MANNERS_PACING: bad Redis URL 'redis://127.0.0.1:no'"),
+        ("MANNERS_PACING_TIMEOUT", 0, "MANNERS_PACING_TIMEOUT must be a positive number of seconds"),
     ],
 )
 def test_bad_settings_are_named(setting: str, value: object, message: str) -> None:
-    crawler = Crawler(Spider, {"ROBOTSTXT_OBEY": True, setting: value})
+    """Each refused at start, before any request (never NotConfigured: that would quietly turn
+    robots.txt off)."""
+    pacing = {"MANNERS_PACING": "redis://127.0.0.1:6379/0"} if setting == "MANNERS_PACING_TIMEOUT" else {}
+    crawler = Crawler(Spider, {"ROBOTSTXT_OBEY": True, **pacing, setting: value})
     with pytest.raises(ValueError, match=message):
         RobotsTxtMiddleware(crawler)
 

@@ -150,20 +150,21 @@ class Robot:
         Returns the seconds waited.  Slots are booked in the store, so every
         worker sharing it keeps the spacing together.
         """
-        start = time.time()
+        start = time.monotonic()
         known = await self._policy(url)
         key = _key(url)
         e = known.entry
         not_before = e.fetched_at + e.retry_after if e.outcome == "retry" and e.retry_after else 0.0
         spacing = self._spacing(key, known.robots)  # a Request-rate's window may have opened
-        slot = await self.store.book(key, spacing, not_before)
+        # the store answers in seconds from now, on its own clock (Redis: the server's)
+        slot = time.monotonic() + await self.store.book(key, spacing, not_before - time.time())
         while True:
-            while (left := slot - time.time()) > 0:
+            while (left := slot - time.monotonic()) > 0:
                 await asyncio.sleep(left)
             late = await self.store.claim(key, spacing)
             if late <= 0:
-                return time.time() - start
-            slot = time.time() + late  # the worker before us woke late: keep the spacing after it
+                return time.monotonic() - start
+            slot = time.monotonic() + late  # the worker before us woke late: keep the spacing after it
 
     def delay(self, url: str) -> float:
         """Seconds between requests to ``url``'s authority (``min_delay`` until its robots.txt is read)."""

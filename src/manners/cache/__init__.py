@@ -30,11 +30,13 @@ class Store(Protocol):
 
     async def release(self, key: str, token: str) -> None: ...
 
-    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
-        """Book the next request slot of ``key`` and return when it starts (epoch seconds).
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
+        """Book the next request slot of ``key`` and return how many seconds from now it starts.
 
-        The slot is the later of now, ``not_before`` and the end of the last slot
-        booked; the one after it starts ``spacing`` later.
+        The slot is the later of now, ``wait`` seconds from now and the end of the last
+        slot booked; the one after it starts ``spacing`` later.  Times are the store's:
+        Redis reads its own clock (``TIME``), so the machines of a fleet need not agree
+        on theirs, and a caller only ever sleeps for the seconds it is given.
         """
 
     async def claim(self, key: str, spacing: float) -> float:

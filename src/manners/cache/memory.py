@@ -34,11 +34,11 @@ class MemoryStore:
         if self._locks.get(key, ("",))[0] == token:
             del self._locks[key]
 
-    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
         now = time.time()
-        slot = max(now, not_before, self._slots.get(key, 0.0))
+        slot = max(now, now + wait, self._slots.get(key, 0.0))
         self._slots[key] = slot + spacing
-        return slot
+        return slot - now
 
     async def claim(self, key: str, spacing: float) -> float:
         now = time.time()

@@ -1,8 +1,9 @@
 """A fleet shares one Redis: entries with expiry, a lock with a timeout, slots booked by script.
 
-Slots are epoch times, as in every store: machines sharing a Redis need clocks
-kept in step (NTP).  Every call has socket deadlines; a Redis that is down or
-restarting makes calls fail with CacheError, never hang.
+Slots are kept on the Redis server's clock: the scripts read ``TIME`` and answer in
+seconds from now, so the machines of a fleet need not agree on the time.  Every call
+has socket deadlines; a Redis that is down or restarting makes calls fail with
+CacheError, never hang.
 """
 
 from __future__ import annotations
@@ -18,21 +19,33 @@ from .entry import Entry
 T = TypeVar("T")
 PREFIX = "manners:"
 
-# KEYS[1] slot key; ARGV: now, spacing, not_before (epoch seconds).  Returns the slot.
-_BOOK = """
-local now = tonumber(ARGV[1])
-local slot = math.max(now, tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[1]) or '0'))
-local next_at = slot + tonumber(ARGV[2])
-redis.call('SET', KEYS[1], string.format('%.6f', next_at), 'PX', math.ceil((next_at - now) * 1000) + 60000)
-return string.format('%.6f', slot)
+# The server's clock, in seconds: a script that writes after reading it is replicated by
+# its effects (Redis 5 and later), so replicas and the AOF agree.
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
-# KEYS[1] start key; ARGV: now, spacing.  Returns 0 when claimed, else the seconds left.
-_CLAIM = """
-local left = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[2]) - tonumber(ARGV[1])
+# KEYS[1] slot key; ARGV: spacing, wait (seconds from now).  Returns the seconds from now
+# until the slot booked.  Shared with the Redis frontier, whose keys carry a hash tag.
+BOOK = (
+    _NOW
+    + """
+local slot = math.max(now, now + tonumber(ARGV[2]), tonumber(redis.call('GET', KEYS[1]) or '0'))
+local next_at = slot + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], string.format('%.6f', next_at), 'PX', math.ceil((next_at - now) * 1000) + 60000)
+return string.format('%.6f', slot - now)
+"""
+)
+# KEYS[1] start key; ARGV: spacing.  Returns 0 when claimed, else the seconds left.
+CLAIM = (
+    _NOW
+    + """
+local left = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[1]) - now
 if left > 0 then return string.format('%.6f', left) end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', math.ceil(tonumber(ARGV[2]) * 1000) + 60000)
+redis.call('SET', KEYS[1], string.format('%.6f', now), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 60000)
 return '0'
 """
+)
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -53,9 +66,9 @@ class RedisStore:
             )
         except ValueError as exc:
             raise ValueError(f"bad Redis URL {url!r}: {exc}") from None
-        self._book = self._redis.register_script(_BOOK)
+        self._book = self._redis.register_script(BOOK)
         self._release = self._redis.register_script(_RELEASE)
-        self._claim = self._redis.register_script(_CLAIM)
+        self._claim = self._redis.register_script(CLAIM)
 
     async def get(self, key: str) -> Entry | None:
         data = await self._call(self._redis.get(PREFIX + "entry:" + key))
@@ -72,13 +85,12 @@ class RedisStore:
     async def release(self, key: str, token: str) -> None:
         await self._call(self._release(keys=[PREFIX + "lock:" + key], args=[token]))
 
-    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
-        args = [repr(time.time()), repr(spacing), repr(not_before)]
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
+        args = [repr(spacing), repr(wait)]
         return float(await self._call(self._book(keys=[PREFIX + "slot:" + key], args=args)))
 
     async def claim(self, key: str, spacing: float) -> float:
-        args = [repr(time.time()), repr(spacing)]
-        return float(await self._call(self._claim(keys=[PREFIX + "start:" + key], args=args)))
+        return float(await self._call(self._claim(keys=[PREFIX + "start:" + key], args=[repr(spacing)])))
 
     async def close(self) -> None:
         await self._redis.aclose()

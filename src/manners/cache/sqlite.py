@@ -79,12 +79,13 @@ class SQLiteStore:
             lambda db: db.execute("DELETE FROM locks WHERE key = ? AND token = ?", (key, token))
         )
 
-    async def book(self, key: str, spacing: float, not_before: float = 0.0) -> float:
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
         def take(db: sqlite3.Connection) -> float:
+            now = time.time()
             row = db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
-            slot = max(time.time(), not_before, row[0] if row else 0.0)
+            slot = max(now, now + wait, row[0] if row else 0.0)
             db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
-            return slot
+            return slot - now
 
         return await self._write(take)
 

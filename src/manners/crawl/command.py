@@ -1,8 +1,14 @@
 """``manners crawl``: the command line over ``Crawler``.  cli.py only calls ``add_parser``.
 
+``manners crawl status`` and ``manners crawl audit`` are subcommands of ``crawl``, which also
+takes seeds as positional arguments: so the crawl's parser hands argument lists that start
+with one of those words to a parser of its own (``CrawlParser``), and a seed is never taken
+for a subcommand (a seed is a URL, with a scheme).
+
 Exit status: 0 when the crawl completed (or reached a limit), 130 when interrupted
-(Ctrl-C: requests in flight end or go back to the queue, files are closed), 2 for a
-mistake of the user's, told in one sentence.
+(Ctrl-C: requests in flight end or go back to the queue, files are closed), 1 when a crawl
+file or the frontier failed during the crawl, 2 for a mistake of the user's, told in one
+sentence.
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ import os
 import shlex
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
-from .crawler import Crawler, check_seed, read_settings
+from .crawler import LEASE, Crawler, check_seed, read_settings
+from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
 
 EXAMPLES = """examples:
@@ -27,7 +35,12 @@ EXAMPLES = """examples:
   manners crawl gopher://example.org/ --agent mybot --role archiver --out hole --max-pages 500
   manners crawl --out crawl                       (resume: the robot, its roles and the limits are kept)
   manners crawl --out hole --max-pages 1000       (resume with a limit raised: limits count the whole crawl)
-  manners crawl --out crawl --retry-errors        (resume, and try again what failed)"""
+  manners crawl --out crawl --retry-errors        (resume, and try again what failed)
+  manners crawl gemini://example.org/ --agent mybot --frontier redis://db:6379/0 --name smallnet --out crawl
+                                                  (a worker of the fleet crawling "smallnet": run it anywhere)
+  manners crawl status --frontier redis://db:6379/0 --name smallnet
+  manners crawl audit crawl other-machine-crawl   (prove the crawl's manners from the workers' files)"""
+SUBCOMMANDS = ("status", "audit")
 
 #: Options kept with a crawl and taken from it when a resume leaves them out (name: default).
 #: Not --cache: where robots.txt files are kept is the machine's business (and may hold a password).
@@ -35,8 +48,31 @@ SETTINGS: dict[str, object] = {
     "max_pages": None, "max_depth": None, "max_per_host": None, "max_links": 10_000,
     "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
     "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
-    "robots_attempts": 4,
+    "robots_attempts": 4, "lease": LEASE,
 }  # fmt: skip
+
+
+class CrawlParser(argparse.ArgumentParser):
+    """``crawl``'s parser: ``status ...`` and ``audit ...`` go to parsers of their own (made when
+    asked for: ``audit`` lives in its own module), anything else is a crawl's arguments."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        if not given or given[0] not in SUBCOMMANDS:
+            return super().parse_known_args(given, namespace)
+        parser = argparse.ArgumentParser(prog=self.prog)
+        sub = parser.add_subparsers(dest="crawl_command", required=True)
+        add_status_parser(sub)
+        if given[0] == "audit":
+            from .audit import add_parser as add_audit  # written apart from the crawler
+
+            add_audit(sub)
+        parsed = parser.parse_args(given, namespace)
+        if not hasattr(parsed, "json"):
+            parsed.json = False
+        return parsed, []
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -45,11 +81,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "crawl",
         help="crawl Geminispace and Gopherspace politely; run again with the same --out to resume",
         description="Crawl Geminispace and Gopherspace politely.\n\nA crawl keeps its robot (--agent,"
-        " --role, --profile, --scope) and its options in --out:\na resume may leave them out and may raise"
-        " a limit; one that names another robot is refused.",
+        " --role, --profile, --scope) and its options in its frontier:\na resume may leave them out and"
+        " may raise a limit; one that names another robot is refused.\nWith --frontier redis://... --name"
+        " CRAWL it is one worker of a fleet: every worker runs the same command.\n\nAlso: manners crawl"
+        " status --frontier F [--name CRAWL] [--json]; manners crawl audit DIR... [--json].",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.__class__ = CrawlParser  # argparse makes subparsers of one class: status and audit are dispatched here
     p.add_argument("seeds", nargs="*", metavar="SEED", help="gemini:// or gopher:// URLs to start from")
     p.add_argument("--agent", metavar="NAME", help="the robot's name (product token); kept by the crawl")
     p.add_argument(
@@ -67,7 +106,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         required=True,
         type=Path,
         metavar="DIR",
-        help="where the frontier, pages.jsonl and the WARC files go; the same DIR resumes",
+        help="where the frontier, pages.jsonl, the ledger and the WARC files go; the same DIR resumes",
+    )
+    p.add_argument(
+        "--frontier",
+        metavar="F",
+        help="the crawl's frontier: a SQLite file (default: DIR/frontier.sqlite3), or redis://HOST:PORT/DB,"
+        " rediss://... or redis-cluster://HOST:PORT to be one worker of a fleet",
+    )
+    p.add_argument("--name", metavar="CRAWL", help="the crawl's name on a Redis frontier (which holds many)")
+    p.add_argument(
+        "--lease",
+        type=_positive_seconds,
+        metavar="S",
+        help="seconds a lease lasts; renewed while its fetch runs, so only a dead worker's expire"
+        " (default: 120)",
     )
     p.add_argument(
         "--max-pages",
@@ -170,6 +223,13 @@ def _count(text: str) -> int:
     return n
 
 
+def _positive_seconds(text: str) -> float:
+    n = _seconds(text)
+    if not n > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return n
+
+
 def _seconds(text: str) -> float:
     try:
         n = float(text)
@@ -188,16 +248,24 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             check_seed(seed)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    resuming = (args.out / "frontier.sqlite3").exists()  # checked before DIR is made
-    if not args.seeds and not resuming:
+    shared = is_shared(args.frontier)
+    if shared and not args.name:
+        raise UsageError(f"{shown(args.frontier)} holds many crawls: name this one with --name CRAWL")
+    if args.frontier is not None and "://" in args.frontier and not shared:
         raise UsageError(
-            f"no seeds, and {args.out} holds no crawl to resume: give gemini:// or gopher:// URLs"
+            f"--frontier {shown(args.frontier)}: a SQLite file, or redis://, rediss:// or redis-cluster://"
         )
-    if args.agent is None and not resuming:
+    try:
+        kept = read_settings(args.out, args.frontier, args.name)  # read before DIR is made
+    except CrawlFileError as exc:
+        raise UsageError(str(exc)) from None
+    crawl = f"the crawl {args.name!r} at {shown(args.frontier)}" if shared else str(args.out)
+    if not args.seeds and kept is None:
+        raise UsageError(f"no seeds, and {crawl} holds no crawl to resume: give gemini:// or gopher:// URLs")
+    if args.agent is None and kept is None:
         raise UsageError("a new crawl needs the robot's name: --agent NAME (a product token, such as mybot)")
     try:
         prepare(args.out)
-        kept = read_settings(args.out)
     except CrawlFileError as exc:
         raise UsageError(str(exc)) from None
     settings = {name: getattr(args, name) for name in SETTINGS}
@@ -229,6 +297,9 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             robots_attempts=settings["robots_attempts"],
             retry_errors=args.retry_errors,
             settings=settings,
+            frontier=args.frontier,
+            name=args.name,
+            lease=settings["lease"],
         )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
@@ -332,8 +403,11 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         if interrupted or failed:
             print(f"to resume: {resume}")
     if failed:
-        print(f"manners crawl: {failed}; what was in flight is queued again when the crawl resumes",
-              file=sys.stderr)  # fmt: skip
+        if crawler.shared:
+            back = f"its leases expire within --lease {crawler.lease:g} s and the fleet takes them back"
+        else:
+            back = "what was in flight is queued again when the crawl resumes"
+        print(f"manners crawl: {failed}; {back}", file=sys.stderr)
         return 1
     return 130 if interrupted else 0
 
@@ -347,9 +421,7 @@ def describe_os(exc: OSError, out: Path) -> str:
 def _limit_hint(crawler: Crawler, args: argparse.Namespace) -> str:
     """The resume command with the limit that stopped the crawl raised (doubled)."""
     limit = crawler.max_pages or 0
-    return shlex.join(
-        ["manners", "crawl", "--out", str(args.out), "--max-pages", str(max(limit * 2, limit + 1))]
-    )
+    return shlex.join([*_this_crawl(args, crawler), "--max-pages", str(max(limit * 2, limit + 1))])
 
 
 async def _tick(progress: Any) -> None:
@@ -359,5 +431,77 @@ async def _tick(progress: Any) -> None:
 
 
 def _resume_command(args: argparse.Namespace, crawler: Crawler) -> str:
-    """The crawl keeps its robot and options: the directory is all a resume needs."""
-    return shlex.join(["manners", "crawl", "--out", str(args.out)])
+    """The crawl keeps its robot and options: the directory (and a fleet's frontier) is all a resume needs."""
+    return shlex.join(_this_crawl(args, crawler))
+
+
+def _this_crawl(args: argparse.Namespace, crawler: Crawler) -> list[str]:
+    """``manners crawl`` and what names this crawl: its directory, its frontier if not the
+    directory's (a Redis URL without its password: the operator has it)."""
+    where = ["--frontier", shown(args.frontier)] if args.frontier is not None else []
+    if crawler.shared:
+        where += ["--name", str(crawler.name)]
+    return ["manners", "crawl", *where, "--out", str(args.out)]
+
+
+# -- manners crawl status ---------------------------------------------------------------------
+
+
+def add_status_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``status`` on ``crawl``'s own subparsers (see ``CrawlParser``)."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "status",
+        help="what a crawl's frontier says: URLs by state and outcome, hosts, workers, the oldest lease",
+        description="What a crawl's frontier says of it: URLs by state and outcome, hosts queued, ready"
+        " and parked, the workers with their last heartbeat, and the lease that expires first.",
+    )
+    p.add_argument(
+        "--frontier",
+        required=True,
+        metavar="F",
+        help="the crawl's frontier: DIR/frontier.sqlite3 (or DIR), or a redis:// URL with --name",
+    )
+    p.add_argument("--name", metavar="CRAWL", help="the crawl's name on a Redis frontier")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
+    p.set_defaults(func=cmd_status)
+    return p
+
+
+def cmd_status(args: argparse.Namespace, out: Any) -> int:
+    from ..cli import UsageError
+    from .frontier import FrontierError, open_frontier
+    from .progress import crawl_status, status_lines
+
+    spec: str | Path = args.frontier
+    if is_shared(args.frontier):
+        if not args.name:
+            raise UsageError(f"{shown(args.frontier)} holds many crawls: name one with --name CRAWL")
+    else:
+        path = Path(args.frontier)
+        spec = path / "frontier.sqlite3" if path.is_dir() else path
+        if "://" in args.frontier or not Path(spec).is_file():
+            raise UsageError(
+                f"{shown(args.frontier)} is no crawl's frontier (a frontier.sqlite3, or a redis:// URL)"
+            )
+
+    name = args.name if is_shared(args.frontier) else None
+
+    async def read() -> dict[str, object]:
+        frontier = open_frontier(str(spec), None, name)
+        try:
+            if name is not None and await frontier.get_meta("identity") is None:
+                raise FrontierError(f"{shown(args.frontier)} holds no crawl named {name!r}")
+            return await crawl_status(frontier, shown(args.frontier), name)
+        finally:
+            await frontier.close()
+
+    try:
+        status = asyncio.run(read())
+    except FrontierError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        out.data(status)
+    else:
+        for line in status_lines(status):
+            out.line(line)
+    return 0

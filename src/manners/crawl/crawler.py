@@ -5,6 +5,14 @@ leases its URLs one by one from the frontier, asks the robot, waits its turn, fe
 settles the URL: WARC first, then ``pages.jsonl``, then the frontier, so a kill at any
 instant costs at most the pages in flight.  What a reply *means* lives in the pure modules
 (``meaning``, ``gophermap``, ``gemtext``, ``urls``); this module only decides what to do next.
+
+The same crawler is one worker of a fleet when its frontier is on Redis: every worker leases
+from the one frontier and books each host's request slots there, so a host is spaced for the
+fleet as one process spaces it; each renews its leases while it fetches, gives back a dead
+worker's once they expire, and keeps its own files (``pages-WORKER.jsonl``, WARCs named after
+it).  Every worker, a single process included, writes a ledger, ``requests-WORKER.jsonl``: a
+line flushed before each request leaves, robots.txt and caps.txt included, so a request whose
+answer never came is still on record for ``manners crawl audit``.
 """
 
 from __future__ import annotations
@@ -18,17 +26,20 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .. import __version__
 from ..agents import require_token
+from ..cache.entry import Entry
+from ..fetch import FetchResult, fetch_robots
 from ..fetch.address import POLICY, AddressPolicy, Network
 from ..fetch.certificate import Certificate, read_certificate
 from ..fetch.net import resolve
@@ -38,9 +49,9 @@ from ..robots import asked_spacing
 from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get
-from .frontier import PAGES, Lease, open_frontier
+from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, is_shared, open_frontier, shown
 from .outdir import CrawlFileError, DirLock, describe, prepare
-from .records import PageLog
+from .records import Ledger, PageLog
 from .warc import WarcWriter
 
 log = logging.getLogger("manners.crawl")
@@ -57,6 +68,10 @@ WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
+LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
+HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops
+SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 
 
 class CrawlMismatch(ValueError):
@@ -175,6 +190,13 @@ class Crawler:
 
     Only public unicast addresses, and the exact host and port of each seed, are connected
     to; ``allow_private`` (True, or a list of networks) widens that for a lab.
+
+    ``frontier``: where the crawl's frontier is (default: ``out/frontier.sqlite3``, one
+    process, which holds ``out``'s lock).  A ``redis://``, ``rediss://`` or ``redis-cluster://``
+    URL makes this crawler one worker of the crawl ``name`` on that Redis: any number of
+    workers, on any number of machines, crawl it together, each with its own files in its
+    ``out`` (several may share one).  A lease lasts ``lease`` seconds and is renewed while its
+    fetch runs, so only a dead or stuck worker's leases expire, to be taken back by the others.
     """
 
     def __init__(
@@ -203,18 +225,21 @@ class Crawler:
         robots_attempts: int = 4,
         retry_errors: bool = False,
         settings: dict[str, object] | None = None,
+        frontier: Path | str | None = None,
+        name: str | None = None,
+        lease: float = LEASE,
     ) -> None:
         self.agent = require_token(agent) if agent is not None else None
         self.roles = ((roles,) if isinstance(roles, str) else tuple(roles)) if roles is not None else None
         self.out = Path(out)
-        for name, value in (("max_pages", max_pages), ("max_depth", max_depth),
-                            ("max_per_host", max_per_host)):  # fmt: skip
+        for option, value in (("max_pages", max_pages), ("max_depth", max_depth),
+                              ("max_per_host", max_per_host)):  # fmt: skip
             if value is not None and value < 0:
-                raise ValueError(f"{name} must be 0 or more")
-        for name, value in (("max_links", max_links), ("max_queued_per_host", max_queued_per_host),
-                            ("robots_attempts", robots_attempts)):  # fmt: skip
+                raise ValueError(f"{option} must be 0 or more")
+        for option, value in (("max_links", max_links), ("max_queued_per_host", max_queued_per_host),
+                              ("robots_attempts", robots_attempts)):  # fmt: skip
             if value < 1:
-                raise ValueError(f"{name} must be 1 or more")
+                raise ValueError(f"{option} must be 1 or more")
         if max_bytes < 1:
             raise ValueError("max_bytes must be a positive number of bytes")
         if concurrency < 1:
@@ -227,6 +252,14 @@ class Crawler:
             raise ValueError("robots_backoff must be a positive number of seconds")
         if scope not in ("seeds", "any", None):
             raise ValueError("scope is 'seeds' or 'any'")
+        if not lease > 0:
+            raise ValueError("lease must be a positive number of seconds")
+        self.shared = is_shared(frontier)
+        if self.shared and not name:
+            raise ValueError("a frontier on Redis holds many crawls: name this one (name=..., --name CRAWL)")
+        self.frontier_spec: Path | str = self.out / "frontier.sqlite3" if frontier is None else frontier
+        self.name = name if self.shared else None
+        self.lease = lease
         self.profile = get_profile(profile).name if profile is not None else None
         self.scope = scope
         self.max_pages = max_pages
@@ -247,7 +280,10 @@ class Crawler:
         self.robots_attempts = robots_attempts
         self.retry_errors = retry_errors
         self.settings = settings  # the command's options, kept with the crawl for a resume (read_settings)
-        self.owner = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        # This worker's id: in its leases, its ledger and pages records, and its files' names.
+        self.owner = re.sub(
+            r"[^A-Za-z0-9._-]", "_", f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        )
         self.stats = Stats()
         self.whole: dict[str, int] = {}  # the whole crawl's counts (the frontier's), this run included
         self.warc: WarcWriter | None = None
@@ -255,12 +291,16 @@ class Crawler:
         self._wake = asyncio.Event()  # a worker ended or new URLs were queued: the dispatcher looks again
         self._opened = False
         self._lock: DirLock | None = None
+        self._frontier_lock: DirLock | None = None  # a SQLite frontier outside ``out``: its directory's
         self._failure: BaseException | None = None  # what ended the crawl early (a file error)
         self._counted = 0.0
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
         self._cert_logged: set[str] = set()
         self._cert_archived: set[tuple[str, str]] = set()  # (authority, fingerprint) with a metadata record
         self._warc_lock = asyncio.Lock()
+        self._leased: dict[str, Lease] = {}  # this worker's leases while their URLs are handled (renewed)
+        self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
+        self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -280,7 +320,16 @@ class Crawler:
         if self._opened:
             return
         prepare(self.out)
-        self._lock = DirLock(self.out)
+        if not self.shared:  # a fleet's workers share the frontier, and may share a DIR: their files differ
+            self._lock = DirLock(self.out)
+            elsewhere = Path(self.frontier_spec).parent
+            if elsewhere.resolve() != self.out.resolve():  # a SQLite frontier is one process's too
+                try:
+                    prepare(elsewhere)
+                    self._frontier_lock = DirLock(elsewhere)
+                except BaseException:
+                    self._lock.release()
+                    raise
         try:
             await self._open()
         except BaseException:
@@ -290,12 +339,16 @@ class Crawler:
 
     async def _open(self) -> None:
         try:
-            self.frontier = open_frontier(self.out / "frontier.sqlite3", self.max_queued_per_host)
+            frontier = open_frontier(self.frontier_spec, self.max_queued_per_host, self.name)
         except Exception as exc:
             raise CrawlFileError(str(exc)) from None
+        # Told at once when a fleet's frontier is unreachable at the start; patient from then on.
+        self.frontier: Frontier = frontier
         await self._identity()
         if self.settings is not None:
             await self.frontier.set_meta("settings", json.dumps(self.settings))
+        if self.shared:
+            self.frontier = Patient(frontier, PATIENCE)
         assert self.agent is not None and self.roles is not None
         self.robot = Robot(
             self.agent,
@@ -307,21 +360,34 @@ class Crawler:
             max_policies=self.max_policies,
             profile=self.profile,
             backoff=self.robots_backoff,
+            fetcher=self._fetch_robots,
         )
+        # A single process keeps the names it always had; a fleet's workers each their own.
+        pages = f"pages-{self.owner}.jsonl" if self.shared else "pages.jsonl"
         try:
-            self.pages = PageLog(self.out / "pages.jsonl")
+            self.pages = PageLog(self.out / pages)
+            self.ledger = Ledger(self.out / f"requests-{self.owner}.jsonl", self.owner)
             # flushed, not fsynced, per record: a killed process loses nothing (the kernel has it), as
             # with pages.jsonl and the frontier (WAL, synchronous=NORMAL); fsync on close
-            info = {"software": f"manners/{__version__}", "robot": self.agent, "roles": " ".join(self.roles)}
+            info = {"software": f"manners/{__version__}", "robot": self.agent, "roles": " ".join(self.roles),
+                    "worker": self.owner}  # fmt: skip
             if self.warc_enabled:
-                self.warc = WarcWriter(self.out / "warc", info=info, fsync=False)
+                prefix = self.owner if self.shared else "manners"
+                self.warc = WarcWriter(self.out / "warc", prefix=prefix, info=info, fsync=False)
         except OSError as exc:
             raise CrawlFileError(describe(exc, Path(exc.filename or self.out))) from None
         self.known_hosts = self.frontier.known_hosts()
-        # The lock is ours, so no live process holds a lease here: a previous run's are queued again.
-        self.recovered = await self.frontier.recover(None)
+        if self.shared:  # the others are alive: only the leases of the dead, expired, come back
+            self.recovered = await self.frontier.reclaim()
+        else:  # the lock is ours, so no live process holds a lease here: a previous run's are queued again
+            self.recovered = await self.frontier.recover(None)
         if self.retry_errors:
             self.requeued = await self.frontier.requeue("error")
+
+    @property
+    def where(self) -> str:
+        """The crawl, as a sentence names it: its directory, or its name on a fleet's frontier."""
+        return f"the crawl {self.name!r} at {shown(self.frontier_spec)}" if self.shared else str(self.out)
 
     async def _identity(self) -> None:
         """The crawl's agent, roles, profile and scope: as kept, as given, or refused when they differ."""
@@ -331,7 +397,7 @@ class Crawler:
         if kept is None:
             if self.agent is None:
                 raise CrawlMismatch(
-                    f"name the robot with --agent: {self.out} keeps no robot's name yet"
+                    f"name the robot with --agent: {self.where} keeps no robot's name yet"
                     " (a new crawl, or one made by an older manners)"
                 )
             kept = {"agent": self.agent, "roles": given["roles"] or [], "profile": self.profile,
@@ -345,9 +411,10 @@ class Crawler:
         if self.profile is None and kept["profile"] is not None:
             self.profile = kept["profile"]
         if differs:
+            elsewhere = "under another --name" if self.shared else "in another --out"
             raise CrawlMismatch(
-                f"{self.out} is a crawl by another robot: {'; '.join(differs)}; a robot keeps its manners"
-                " for a whole crawl (resume with the crawl's own, or start a new one in another --out)"
+                f"{self.where} is a crawl by another robot: {'; '.join(differs)}; a robot keeps its manners"
+                f" for a whole crawl (resume with the crawl's own, or start a new one {elsewhere})"
             )
         self.agent, self.roles, self.scope = kept["agent"], tuple(kept["roles"]), kept["scope"]
 
@@ -359,20 +426,23 @@ class Crawler:
             await self.frontier.recover(self.owner)
         with contextlib.suppress(Exception):
             await self._refresh_counts()
+        with contextlib.suppress(Exception):
+            await self.frontier.heartbeat(self.owner, self._beat("stopped"))
         await self.robot.close()
         await self._close_files()
 
     async def _close_files(self) -> None:
-        for closing in (getattr(self, "pages", None), self.warc):
+        for closing in (getattr(self, "pages", None), getattr(self, "ledger", None), self.warc):
             if closing is not None:
                 with contextlib.suppress(Exception):
                     closing.close()
         if getattr(self, "frontier", None) is not None:
             with contextlib.suppress(Exception):
                 await self.frontier.close()
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        for lock in (self._lock, self._frontier_lock):
+            if lock is not None:
+                lock.release()
+        self._lock = self._frontier_lock = None
 
     def stop(self) -> None:
         """Finish the requests in flight, return the rest to the queue, and end the crawl."""
@@ -387,11 +457,10 @@ class Crawler:
         await self.open()
         seeds = list(seeds)
         normal = [check_seed(seed) for seed in seeds]
-        known = json.loads(await self.frontier.get_meta("seeds") or "[]")
-        self.seeds = list(dict.fromkeys([*known, *normal]))
-        await self.frontier.set_meta("seeds", json.dumps(self.seeds))
-        self.scope_authorities = {urls.authority(u) for u in self.seeds}
-        self.policy = AddressPolicy.of((_host_port(a) for a in self.scope_authorities), self.allow_private)
+        known = await self._read_seeds()
+        if not set(normal) <= set(known):  # kept once; a worker joining with the same seeds changes nothing
+            self._scope(list(dict.fromkeys([*known, *normal])))
+            await self.frontier.set_meta("seeds", json.dumps(self.seeds))
         for url in normal:
             await self.frontier.add(url, 0)
             if url.startswith("gopher:"):
@@ -401,7 +470,6 @@ class Crawler:
         self._reserved = 0
         self.stats.started = time.time()
         self._slow: dict[str, float] = {}  # authority -> the last 44 backoff without a number
-        self._introduced: set[str] = set()
         self._full: set[str] = set()  # authorities at max_per_host
         self._settling: dict[str, _Settling] = {}  # leased URL -> its page, settled but not yet committed
         queue: asyncio.Queue[Page | None] = asyncio.Queue(maxsize=4 * self.concurrency)
@@ -428,12 +496,31 @@ class Crawler:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await runner
 
+    async def _read_seeds(self) -> list[str]:
+        """The crawl's seeds as the frontier keeps them, and the scope and addresses they allow."""
+        known: list[str] = json.loads(await self.frontier.get_meta("seeds") or "[]")
+        if known != getattr(self, "seeds", None):
+            self._scope(known)
+        return known
+
+    def _scope(self, seeds: list[str]) -> None:
+        self.seeds = seeds
+        self.scope_authorities = {urls.authority(u) for u in seeds}
+        self.policy = AddressPolicy.of((_host_port(a) for a in self.scope_authorities), self.allow_private)
+
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
         active: dict[str, asyncio.Task[None]] = {}
+        upkeep = [
+            asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
+            asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
+            asyncio.ensure_future(self._every(HEARTBEAT, self._heartbeat, at_once=True)),
+        ]
         try:
             while not self._stop.is_set():
                 now = time.time()
+                if self.policy is not POLICY.get():  # another worker of the fleet added seeds
+                    POLICY.set(self.policy)
                 if self._limit_reached():
                     self.stats.limit = self.stats.limit or "max-pages"
                     break
@@ -451,7 +538,10 @@ class Crawler:
                 if not active:
                     at = await self.frontier.next_ready_at(self._full)
                     if at is None or at > now + self.max_delay:
-                        break  # nothing left but hosts parked for longer than max_delay
+                        await self._refresh_counts()
+                        if not self.stats.in_flight:
+                            break  # nothing left but hosts parked for longer than max_delay
+                        at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
                     pause = min(max(at - now, 0.005), 0.5)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
@@ -460,13 +550,50 @@ class Crawler:
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
         finally:
-            if self._stop.is_set():  # let requests in flight end, briefly
-                await self._drain(active, self.timeout + 1)
-            else:
-                await self._drain(active, None)
+            try:
+                if self._stop.is_set():  # let requests in flight end, briefly
+                    await self._drain(active, self.timeout + 1)
+                else:
+                    await self._drain(active, None)
+            finally:  # the leases are renewed until the last fetch has ended
+                for task in upkeep:
+                    task.cancel()
+                await asyncio.gather(*upkeep, return_exceptions=True)
             await self._refresh_counts()
             if self._queue.empty():
                 self._queue.put_nowait(None)
+
+    async def _every(
+        self, seconds: float, job: Callable[[], Awaitable[object]], at_once: bool = False
+    ) -> None:
+        """``job`` every ``seconds`` until cancelled.  A frontier that fails is the crawl's own calls'
+        to notice (and to wait for, on a fleet): upkeep only tries again next time."""
+        if not at_once:
+            await asyncio.sleep(seconds)
+        while True:
+            try:
+                await job()
+            except FrontierError as exc:
+                log.debug("upkeep: %s", exc)
+            await asyncio.sleep(seconds)
+
+    async def _renew(self) -> None:
+        """This worker's leases, extended while their URLs are handled (waiting for the host's turn,
+        fetching, settling): only a dead or stuck worker's leases expire."""
+        if self._leased:
+            await self.frontier.renew(list(self._leased), self.owner, self.lease)
+
+    async def _heartbeat(self) -> None:
+        await self.frontier.heartbeat(self.owner, self._beat("running"))
+        if self.shared:
+            await self._read_seeds()  # a worker that joined later may have added seeds: they widen the scope
+
+    def _beat(self, state: str) -> dict[str, object]:
+        """What a heartbeat says of this worker (``manners crawl status``)."""
+        s, out = self.stats, str(self.out.absolute())
+        return {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "out": out,
+                "started": timestamp(s.started), "fetched": s.fetched, "requests": s.requests,
+                "in_flight": len(self._leased), "hosts_active": s.hosts_active}  # fmt: skip
 
     def _ended(self, active: dict[str, asyncio.Task[None]], auth: str, task: asyncio.Task[None]) -> None:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
@@ -496,6 +623,8 @@ class Crawler:
         self._counted = time.monotonic()
         counts = await self.frontier.counts()
         self.whole = counts
+        if hasattr(self, "_pages"):  # a fleet: the other workers' pages count towards --max-pages too
+            self._pages = max(self._pages, counts.get(PAGES, 0))
         self.stats.dropped = self.frontier.dropped
         self.stats.queued = counts.get("queued", 0)
         self.stats.in_flight = counts.get("in_flight", 0)
@@ -515,7 +644,6 @@ class Crawler:
 
         The next lease is asked for before the last page's settling is awaited, so that the two
         share a commit: one wait on the frontier per page, not two."""
-        ttl = self.max_delay + 4 * self.timeout + 60
         settling: _Settling | None = None
         try:
             while not self._stop.is_set():
@@ -527,7 +655,7 @@ class Crawler:
                         break
                 if self._limit_reached():
                     break
-                asked = self.frontier.lease(auth, self.owner, ttl)
+                asked = self.frontier.lease(auth, self.owner, self.lease)
                 await self._confirm(settling)
                 settling = None
                 lease = await asked
@@ -535,11 +663,17 @@ class Crawler:
                     break
                 reserved = 0 if _is_caps(lease.url) else 1  # caps.txt is no page: --max-pages skips it
                 self._reserved += reserved
+                self._leased[lease.url] = lease  # renewed until its settling is committed
                 try:
                     again = await self._settle(auth, lease)
+                except BaseException:
+                    self._leased.pop(lease.url, None)
+                    raise
                 finally:
                     self._reserved -= reserved
                 settling = self._settling.pop(lease.url, None)
+                if settling is None:  # back in the queue (a retry, its host parked): no longer ours
+                    self._leased.pop(lease.url, None)
                 if not again:
                     break
             await self._confirm(settling)
@@ -552,6 +686,7 @@ class Crawler:
             return
         settled, page, linked = settling
         await settled
+        self._leased.pop(page.url, None)
         if linked:
             self._wake.set()
         await self._emit(page)
@@ -580,22 +715,131 @@ class Crawler:
             await self._park(auth, time.time() + FOREVER, why)
             await self.frontier.retry(url, time.time(), attempt=False)
             return False
-        if auth not in self._introduced:  # robots.txt was just read from it: keep the spacing after that
-            self._introduced.add(auth)
-            pause = policy.entry.fetched_at + policy.spacing - time.time()
-            if pause > 0:
-                self.stats.waiting[auth] = f"spacing {policy.spacing:g} s after robots.txt"
-                await asyncio.sleep(min(pause, policy.spacing))
-        self.stats.waiting[auth] = f"spacing {policy.spacing:g} s"
-        await self.robot.wait(url)
+        spacing = self.robot.delay(url)  # a Request-rate's window may have opened since it was read
+        self.stats.waiting[auth] = f"spacing {spacing:g} s"
+        honoured = await self._turn(auth, spacing, policy.entry)
         self.stats.waiting.pop(auth, None)
         self.stats.requests += 1
-        if url.startswith("gemini:"):
-            response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
-                                        known_hosts=self.known_hosts)  # fmt: skip
-            return await self._gemini(auth, lease, decision, response)
-        response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes)
-        return await self._gopher(lease, decision, response)
+        self.ledger.note(url, "caps" if _is_caps(url) else "page", lease.token or None, spacing, honoured)
+        # held until the answer is read, as one process holds its host: a 44 is known before the next
+        async with self._holding(auth, spacing):
+            if url.startswith("gemini:"):
+                response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
+                                            known_hosts=self.known_hosts)  # fmt: skip
+                return await self._gemini(auth, lease, decision, response)
+            response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes)
+            return await self._gopher(lease, decision, response)
+
+    # -- pacing, on the frontier ----------------------------------------------------------
+
+    async def _turn(self, auth: str, spacing: float, entry: Entry | None = None) -> float | None:
+        """Wait for this worker's turn at ``auth``, ``spacing`` after the last request to it by
+        any worker, and after any wait the server asked for (a 44 here, or told by another worker
+        through the frontier; robots.txt's Retry-After).  Returns the end of the server's wait
+        that this request is the first of ours to honour (the ledger's ``not_before``), or None.
+
+        A 44 another worker met after this one booked its slot would not hold this request back,
+        so on a fleet the frontier is asked once more, when the slot comes, before it is claimed."""
+        until = self._asked.get(auth, 0.0)
+        if entry is not None and entry.outcome == "retry" and entry.retry_after:
+            until = max(until, entry.fetched_at + entry.retry_after)
+
+        async def told() -> float:
+            nonlocal until
+            slowed = float(await self.frontier.get_meta(SLOW_META + auth) or 0.0)
+            until = max(until, slowed)
+            return slowed - time.time()
+
+        await self._pace(auth, spacing, until - time.time(), told if self.shared else None)
+        if until <= 0 or self._honoured.get(auth) == until:
+            return None
+        self._honoured[auth] = until
+        self._asked.pop(auth, None)
+        return until
+
+    async def _pace(
+        self, auth: str, spacing: float, wait: float = 0.0, told: Callable[[], Awaitable[float]] | None = None
+    ) -> None:
+        """Book a request slot of ``auth`` on the frontier, sleep until it, and claim it (claiming
+        again if the worker before woke late), as ``Robot.wait`` does on its store: the slots are
+        the crawl's, so a fleet keeps one host's spacing together whatever cache each worker has.
+        ``told``: asked when the slot comes, the seconds the host has asked for since (a 44), if
+        any, before a slot after them is booked instead.  The claim is the last call before the
+        request leaves: the time between the two is the one thing the spacing cannot see."""
+        slot = time.monotonic() + await self.frontier.book(auth, spacing, max(wait, 0.0))
+        while True:
+            while (left := slot - time.monotonic()) > 0:
+                await asyncio.sleep(left)
+            more = await told() if told is not None else 0.0
+            if more > 0:
+                slot = time.monotonic() + await self.frontier.book(auth, spacing, more)
+                continue
+            late = await self.frontier.claim(auth, spacing)
+            if late <= 0:
+                return
+            slot = time.monotonic() + late
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, auth: str, spacing: float) -> AsyncIterator[None]:
+        """One request at a time per host, fleet-wide, spaced from when it truly ended.
+
+        While the request runs and its answer is read, ``auth`` is claimed with no spacing every
+        half spacing (such a claim always succeeds, as if a request started then), and once more
+        at the end, so no other worker's claim succeeds until ``spacing`` after this request is
+        done with: by then a 44 is in the frontier for the next worker to see, and a request
+        that left late (its worker's event loop busy between claim and send) is no closer to the
+        next.  A single process needs none of it: its one task per host sends the next request
+        only after this one's answer."""
+        holder = self._hold(auth, spacing)
+        try:
+            yield
+        finally:
+            if holder is not None:
+                await _cancelled(holder)
+                await self.frontier.claim(auth, 0.0)
+
+    def _hold(self, auth: str, spacing: float) -> asyncio.Task[None] | None:
+        """On a fleet, claim ``auth`` with no spacing now and every half spacing, until cancelled."""
+        if not self.shared or spacing <= 0:
+            return None
+
+        async def hold() -> None:
+            while True:
+                await self.frontier.claim(auth, 0.0)
+                await asyncio.sleep(spacing / 2)
+
+        return asyncio.ensure_future(hold())
+
+    async def _fetch_robots(self, location: str) -> FetchResult:
+        """robots.txt fetched for the robot as it would fetch it, each request having its turn as a
+        page has (the host's spacing as known, else --min-delay; a 44 the fleet was told; on a
+        fleet, the host held while it runs) and written to the ledger before it leaves: a Gopher
+        server's several selectors and a Gemini redirect's hops are each a request.  Its hosts
+        are claimed once more when it has ended: the next request, often the first page, is
+        spaced from the end of this one, whatever its name lookup took before it left."""
+        asked: list[str] = []
+        honoured = await self._turn(urls.authority(location), self.robot.delay(location))
+        holder: asyncio.Task[None] | None = None
+
+        async def before(url: str) -> None:
+            nonlocal honoured, holder
+            auth, spacing = urls.authority(url), self.robot.delay(url)
+            if holder is not None:  # the one before has had its answer
+                await _cancelled(holder)
+            if asked:  # the first had its turn before the fetch's deadlines began
+                honoured = await self._turn(auth, spacing)
+            asked.append(auth)
+            self.ledger.note(url, "robots", None, spacing, honoured)
+            holder = self._hold(auth, spacing)
+
+        try:
+            return await fetch_robots(location, self.robot.agent, self.robot.timeout, self.robot.max_bytes,
+                                      spacing=self.robot.min_delay, before=before)  # fmt: skip
+        finally:
+            if holder is not None:
+                await _cancelled(holder)
+            for auth in dict.fromkeys(asked):
+                await self.frontier.claim(auth, 0.0)
 
     async def _refused(self, auth: str) -> str | None:
         """Why the address policy refuses every address of ``auth`` (checked again at connect), or None.
@@ -700,15 +944,20 @@ class Crawler:
 
     async def _again(self, auth: str, lease: Lease, r: Response, base: dict[str, Any], wait: float,
                      slow: bool) -> bool:  # fmt: skip
-        """A temporary failure: retry later, MAX_ATTEMPTS times at most; a 44 also pauses the host."""
+        """A temporary failure: retry later, MAX_ATTEMPTS times at most; a 44 also pauses the host,
+        for the whole fleet (told first: another worker's request may be about to leave)."""
         now = time.time()
+        if slow:
+            self._asked[auth] = now + wait
+            if self.shared:
+                await self.frontier.set_meta(SLOW_META + auth, repr(now + wait))
         if lease.attempts + 1 >= MAX_ATTEMPTS:
             reason = f"{r.status} {r.meta}".strip() + f" (still, after {MAX_ATTEMPTS} attempts)"
             self._finish(Page(lease.url, "error", lease.depth, now, reason=reason, **base))
         else:
             self.stats.retries += 1
             await self.frontier.retry(lease.url, now + wait)
-        if slow:  # nothing more goes to this host for `wait` seconds
+        if slow:  # nothing more goes to this host for `wait` seconds, from any worker of the fleet
             why = f"44 slow down: {wait:g} s"
             if wait > self.max_delay:
                 why += f", more than --max-delay {self.max_delay:g} s"
@@ -806,9 +1055,7 @@ class Crawler:
         now = time.time()
         ours = [s for s in skipped if _scheme_of(s.target) in (None, *SCHEMES)]
         for s in ours[: links.SKIPPED_KEPT]:
-            self.pages.write(
-                Page(s.target, "skipped", page.depth + 1, now, reason=s.reason, parent=page.url).record()
-            )
+            self._record(Page(s.target, "skipped", page.depth + 1, now, reason=s.reason, parent=page.url))
         self.stats.skipped += len(ours) + max(count - links.SKIPPED_KEPT, 0)
 
     async def _introduce_caps(self, url: str, depth: int) -> None:
@@ -840,12 +1087,16 @@ class Crawler:
             else:
                 await asyncio.to_thread(self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer)
 
+    def _record(self, page: Page) -> None:
+        """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs)."""
+        self.pages.write({**page.record(), "worker": self.owner})
+
     def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0,
                 requested: bool = False) -> None:  # fmt: skip
         """pages.jsonl, then the frontier (with the links, in one transaction): a kill between the
         two re-fetches this page only.  The worker awaits the settling with its next lease, and the
         page is yielded once it is committed.  ``requested``: a page was asked for (--max-pages)."""
-        self.pages.write(page.record())
+        self._record(page)
         links = list(links)
         settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects,
                                      page=requested)  # fmt: skip
@@ -854,12 +1105,21 @@ class Crawler:
         self._settling[page.url] = (settled, page, bool(links))
 
 
-def read_settings(out: Path) -> dict[str, Any] | None:
-    """The options a crawl in ``out`` was last run with ({} when it kept none); None: no crawl there.
+def read_settings(
+    out: Path, frontier: Path | str | None = None, name: str | None = None
+) -> dict[str, Any] | None:
+    """The options a crawl was last run with ({} when it kept none); None: no such crawl yet.
 
-    Read-only, and without the directory's lock: a crawl still running keeps it, and its own
-    start refuses then."""
-    path = out / "frontier.sqlite3"
+    The crawl is the one in ``out`` (its ``frontier.sqlite3``), or in the SQLite file ``frontier``
+    names, or the crawl ``name`` on the Redis ``frontier`` names (one that keeps no identity yet
+    is none).  A SQLite file is read read-only, and without the directory's lock: a crawl still
+    running keeps it, and its own start refuses then."""
+    if is_shared(frontier):
+        assert isinstance(frontier, str)
+        return asyncio.run(_read_shared_settings(frontier, name))
+    path = out / "frontier.sqlite3" if frontier is None else Path(frontier)
+    if path.is_dir():
+        path = path / "frontier.sqlite3"
     if not path.is_file():
         return None
     try:
@@ -869,8 +1129,23 @@ def read_settings(out: Path) -> dict[str, Any] | None:
         finally:
             db.close()
     except sqlite3.Error as exc:
-        raise CrawlFileError(f"cannot read the crawl in {out}: {exc}") from None
+        raise CrawlFileError(f"cannot read the crawl in {path}: {exc}") from None
     kept = json.loads(row[0]) if row else {}
+    return kept if isinstance(kept, dict) else {}
+
+
+async def _read_shared_settings(spec: str, name: str | None) -> dict[str, Any] | None:
+    try:
+        frontier = open_frontier(spec, None, name)
+        try:
+            identity, settings = await frontier.get_meta("identity"), await frontier.get_meta("settings")
+        finally:
+            await frontier.close()
+    except FrontierError as exc:
+        raise CrawlFileError(str(exc)) from None
+    if identity is None:
+        return None
+    kept = json.loads(settings) if settings else {}
     return kept if isinstance(kept, dict) else {}
 
 
@@ -885,6 +1160,12 @@ def check_seed(seed: str) -> str:
         return urls.normalise(seed)
     except ValueError as exc:
         raise ValueError(f"{seed!r} is no usable URL: {exc}") from None
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """``task`` cancelled, and over."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def _item_type(url: str) -> str | None:

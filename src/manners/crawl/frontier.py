@@ -4,6 +4,13 @@ A URL is ``queued``, ``in_flight`` (leased to an owner until an expiry) or ``don
 outcome.  The crawler only speaks the ``Frontier`` protocol (add, lease, done, retry, recover,
 park...), so a fleet version on Redis can replace ``SQLiteFrontier`` without touching it.
 
+A fleet adds what several processes need to share one crawl: leases renewed while their fetches
+run (``renew``) and taken back from a dead worker once expired (``reclaim``), request slots
+booked per authority (``book``/``claim``, so one host is spaced fleet-wide, not per process),
+and heartbeats (``heartbeat``/``workers``) for ``manners crawl status``.  ``open_frontier``
+picks the implementation: a path is ``SQLiteFrontier`` (one process; these calls work there
+too, so the crawler has one code path), a ``redis://`` URL the fleet's ``RedisFrontier``.
+
 ``SQLiteFrontier`` keeps everything in one WAL-mode file.  Each state change is atomic, so a
 process killed at any instant (SIGKILL included) leaves the file as it was before or after that
 change, never in between; ``recover()`` at start-up then returns what was in flight to the
@@ -25,22 +32,29 @@ set is kept in Python, so memory stays bounded whatever the crawl's size.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import re
+import secrets
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from ..cache.sqlite import begin_immediate, connect, run_transaction
 from .urls import authority
 
 T = TypeVar("T")
+log = logging.getLogger("manners.crawl")
 
 QUEUED = "queued"
 IN_FLIGHT = "in_flight"
 DONE = "done"
 PAGES = "pages"  # in ``outcomes``: URLs for which a page was requested (robots.txt and caps.txt not)
+SHARED_SCHEMES = ("redis://", "rediss://", "redis-cluster://", "rediss-cluster://")  # a fleet's frontier
+WORKERS_KEPT = 86400.0  # seconds a silent worker's last heartbeat is kept (SQLite)
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,9 @@ class Lease:
     attempts: int
     parent: str | None
     redirects: int
+    # One lease's own id, new each time the URL is leased: the ledger names it, so a request made
+    # under an expired lease and the same URL's next lease tell apart.  Not part of equality.
+    token: str = field(default="", compare=False)
 
 
 class Frontier(Protocol):
@@ -119,6 +136,46 @@ class Frontier(Protocol):
         """Return leases to the queue: all of them (owner None), else ``owner``'s and every expired one."""
         ...
 
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
+        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (others' are left alone).
+
+        A worker renews what it holds while the fetches run, so only the leases of a worker that
+        died or hung expire."""
+        ...
+
+    def reclaim(self) -> Awaitable[int]:
+        """Return every expired lease, whoever held it, to the queue (one attempt more); how many.
+
+        Any live worker calls it now and then: a dead worker's URLs come back without it."""
+        ...
+
+    def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
+        """Book the next request slot of ``authority``; how many seconds from now it starts.
+
+        The cache Store's ``book``: the slot is the later of now, ``wait`` seconds from now and
+        the end of the last slot booked; the one after it starts ``spacing`` later.  Kept with
+        the crawl, so every worker of a fleet books from the same slots."""
+        ...
+
+    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
+        """Start a request to ``authority`` now if the last one started ``spacing`` ago or more.
+
+        The cache Store's ``claim``: 0 when claimed, else the seconds still to wait."""
+        ...
+
+    def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
+        """Record that ``worker`` is alive now, with ``info`` (JSON-able: host, pid, pages...)."""
+        ...
+
+    def workers(self) -> Awaitable[dict[str, dict[str, object]]]:
+        """Each worker's last heartbeat: ``last_seen`` (epoch seconds) and what it said."""
+        ...
+
+    def oldest_lease(self) -> Awaitable[dict[str, object] | None]:
+        """The lease expiring first: ``url``, ``owner`` and ``expires_in`` (seconds; negative when
+        overdue); None when nothing is in flight."""
+        ...
+
     async def park(self, authority: str, until: float, reason: str) -> None:
         """Lease nothing of ``authority`` before ``until`` (a 44, or a wait beyond --max-delay)."""
         ...
@@ -144,6 +201,11 @@ class Frontier(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    @property
+    def dropped(self) -> int:
+        """URLs this process did not queue because their authority's queue was full."""
+        ...
 
 
 _SCHEMA = """
@@ -182,6 +244,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS fingerprints (
     host TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, first_seen REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pacing (
+    authority TEXT PRIMARY KEY, next_at REAL NOT NULL DEFAULT 0, started_at REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workers (
+    worker TEXT PRIMARY KEY, last_seen REAL NOT NULL, info TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -252,7 +320,7 @@ class SQLiteFrontier:
                 f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                 (self._turn, authority),
             )
-            return Lease(row[1], row[2], row[3], row[4], row[5])
+            return Lease(row[1], row[2], row[3], row[4], row[5], secrets.token_hex(8))
 
         return self._write(take)
 
@@ -309,27 +377,33 @@ class SQLiteFrontier:
         await self._write(again)
 
     async def recover(self, owner: str | None = None) -> int:
-        def back(db: sqlite3.Connection) -> int:
-            if owner is None:
-                where, args = "state = 'in_flight'", ()
-            else:
-                where = "state = 'in_flight' AND (owner = ? OR lease_until <= ?)"
-                args = (owner, time.time())  # type: ignore[assignment]
-            per_authority = db.execute(
-                f"SELECT authority, count(*) FROM urls WHERE {where} GROUP BY authority", args
-            ).fetchall()
-            db.execute(
-                f"UPDATE urls SET state = 'queued', owner = NULL, lease_until = NULL WHERE {where}", args
+        if owner is None:
+            return await self._write(lambda db: _unlease(db, "state = 'in_flight'", (), attempt=False))
+        return await self._write(
+            lambda db: _unlease(
+                db,
+                "state = 'in_flight' AND (owner = ? OR lease_until <= ?)",
+                (owner, time.time()),
+                attempt=False,
             )
-            for name, n in per_authority:
-                db.execute(
-                    f"UPDATE authorities SET queued = queued + ?, in_flight = in_flight - ?,"
-                    f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
-                    (n, n, name),
-                )
-            return sum(int(n) for _, n in per_authority)
+        )
 
-        return await self._write(back)
+    def reclaim(self) -> Awaitable[int]:
+        return self._write(
+            lambda db: _unlease(db, "state = 'in_flight' AND lease_until <= ?", (time.time(),), attempt=True)
+        )
+
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
+        todo = list(urls)
+
+        def extend(db: sqlite3.Connection) -> None:
+            until = time.time() + ttl
+            db.executemany(
+                "UPDATE urls SET lease_until = ? WHERE url = ? AND state = 'in_flight' AND owner = ?",
+                [(until, url, owner) for url in todo],
+            )
+
+        return self._write(extend)
 
     async def requeue(self, outcome: str) -> int:
         def again(db: sqlite3.Connection) -> int:
@@ -399,6 +473,63 @@ class SQLiteFrontier:
     async def host_done(self, authority: str) -> int:
         row = self._db.execute("SELECT done FROM authorities WHERE authority = ?", (authority,)).fetchone()
         return int(row[0]) if row else 0
+
+    # -- request slots, as the cache Store's (see Frontier.book and Frontier.claim) -------------
+
+    # One row per authority in a table without rowids: each booking or claim writes one page of
+    # the WAL, where a rowid table with a text key would write its table and its key's index.
+
+    def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
+        def take(db: sqlite3.Connection) -> float:
+            now = time.time()
+            row = db.execute("SELECT next_at FROM pacing WHERE authority = ?", (authority,)).fetchone()
+            slot = max(now, now + wait, row[0] if row else 0.0)
+            db.execute(
+                "INSERT INTO pacing (authority, next_at) VALUES (?, ?)"
+                " ON CONFLICT (authority) DO UPDATE SET next_at = excluded.next_at",
+                (authority, slot + spacing),
+            )
+            return slot - now
+
+        return self._write(take)
+
+    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
+        def take(db: sqlite3.Connection) -> float:
+            now = time.time()
+            row = db.execute("SELECT started_at FROM pacing WHERE authority = ?", (authority,)).fetchone()
+            left = (row[0] if row else 0.0) + spacing - now
+            if left > 0:
+                return float(left)
+            db.execute(
+                "INSERT INTO pacing (authority, started_at) VALUES (?, ?)"
+                " ON CONFLICT (authority) DO UPDATE SET started_at = excluded.started_at",
+                (authority, now),
+            )
+            return 0.0
+
+        return self._write(take)
+
+    # -- workers --------------------------------------------------------------------------------
+
+    def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
+        def beat(db: sqlite3.Connection) -> None:
+            now = time.time()
+            db.execute("INSERT OR REPLACE INTO workers VALUES (?, ?, ?)", (worker, now, json.dumps(info)))
+            db.execute("DELETE FROM workers WHERE last_seen < ?", (now - WORKERS_KEPT,))
+
+        return self._write(beat)
+
+    async def workers(self) -> dict[str, dict[str, object]]:
+        rows = self._db.execute("SELECT worker, last_seen, info FROM workers ORDER BY worker").fetchall()
+        return {str(worker): {"last_seen": float(seen), **json.loads(info)} for worker, seen, info in rows}
+
+    async def oldest_lease(self) -> dict[str, object] | None:
+        row = self._db.execute(
+            "SELECT url, owner, lease_until FROM urls WHERE state = 'in_flight' ORDER BY lease_until LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return {"url": row[0], "owner": row[1], "expires_in": float(row[2]) - time.time()}
 
     # -- figures and memory -------------------------------------------------------------------
 
@@ -542,6 +673,25 @@ def _deliver(batch: list[_Change], results: list[object]) -> None:
             done.set_result(result)
 
 
+def _unlease(db: sqlite3.Connection, where: str, args: tuple[object, ...], attempt: bool) -> int:
+    """The leases ``where`` selects back to the queue (``attempt``: counted as a try); how many."""
+    per_authority = db.execute(
+        f"SELECT authority, count(*) FROM urls WHERE {where} GROUP BY authority", args
+    ).fetchall()
+    db.execute(
+        f"UPDATE urls SET state = 'queued', attempts = attempts + ?, owner = NULL, lease_until = NULL"
+        f" WHERE {where}",
+        (int(attempt), *args),
+    )
+    for name, n in per_authority:
+        db.execute(
+            f"UPDATE authorities SET queued = queued + ?, in_flight = in_flight - ?,"
+            f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
+            (n, n, name),
+        )
+    return sum(int(n) for _, n in per_authority)
+
+
 class KnownHosts(MutableMapping[str, str]):
     """Certificate fingerprints in the frontier's ``fingerprints`` table, written through at once.
 
@@ -597,8 +747,246 @@ _ELIGIBLE = (
 )
 
 
-def open_frontier(path: Path, max_queued: int | None = None) -> SQLiteFrontier:
-    """The frontier of a crawl: ``path`` is the database file, or a directory holding ``frontier.sqlite3``."""
+class Patient:
+    """A fleet's frontier, waited for through an outage: calls that fail with FrontierError (Redis
+    unreachable) are made again, with back-off, until it answers, so the pages in flight are
+    settled once it is back and nothing is lost.  An outage longer than ``patience`` seconds
+    (counted from its first failure, whichever call met it) makes every call fail from then on,
+    at once: the worker stops, its files intact, and its leases expire for others to reclaim.
+
+    Changes are still asked for when called (the first attempt is made at once), so the order
+    the crawler relies on (a page settled, then the next lease) holds as with the frontier
+    itself.  Every call of the frontier is safe to repeat (its scripts are idempotent); a lease
+    whose reply was lost is a lease nobody holds, which expires and is reclaimed."""
+
+    def __init__(self, inner: Frontier, patience: float = 30.0) -> None:
+        self.inner = inner
+        self.patience = patience
+        self._down_since: float | None = None  # monotonic: the first failure of this outage
+        self._gave_up: FrontierError | None = None
+
+    @property
+    def dropped(self) -> int:
+        return self.inner.dropped
+
+    def add(self, url: str, depth: int, parent: str | None = None, redirects: int = 0) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.add(url, depth, parent, redirects))
+
+    def add_many(
+        self, urls: Iterable[str], depth: int, parent: str | None = None, redirects: int = 0
+    ) -> Awaitable[list[str]]:
+        todo = list(urls)
+        return self._call(lambda: self.inner.add_many(todo, depth, parent, redirects))
+
+    def lease(self, authority: str, owner: str, ttl: float) -> Awaitable[Lease | None]:
+        return self._call(lambda: self.inner.lease(authority, owner, ttl))
+
+    async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
+        return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit))
+
+    async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
+        return await self._call(lambda: self.inner.next_ready_at(exclude))
+
+    def done(
+        self,
+        url: str,
+        outcome: str,
+        links: Iterable[str] = (),
+        *,
+        depth: int = 0,
+        redirects: int = 0,
+        page: bool = False,
+    ) -> Awaitable[int]:
+        todo = list(links)
+        return self._call(
+            lambda: self.inner.done(url, outcome, todo, depth=depth, redirects=redirects, page=page)
+        )
+
+    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+        await self._call(lambda: self.inner.retry(url, not_before, attempt))
+
+    async def requeue(self, outcome: str) -> int:
+        return await self._call(lambda: self.inner.requeue(outcome))
+
+    async def recover(self, owner: str | None = None) -> int:
+        return await self._call(lambda: self.inner.recover(owner))
+
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
+        todo = list(urls)
+        return self._call(lambda: self.inner.renew(todo, owner, ttl))
+
+    def reclaim(self) -> Awaitable[int]:
+        return self._call(self.inner.reclaim)
+
+    def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
+        return self._call(lambda: self.inner.book(authority, spacing, wait))
+
+    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
+        return self._call(lambda: self.inner.claim(authority, spacing))
+
+    def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
+        return self._call(lambda: self.inner.heartbeat(worker, info))
+
+    def workers(self) -> Awaitable[dict[str, dict[str, object]]]:
+        return self._call(self.inner.workers)
+
+    def oldest_lease(self) -> Awaitable[dict[str, object] | None]:
+        return self._call(self.inner.oldest_lease)
+
+    async def park(self, authority: str, until: float, reason: str) -> None:
+        await self._call(lambda: self.inner.park(authority, until, reason))
+
+    async def parked(self) -> dict[str, tuple[float, str]]:
+        return await self._call(self.inner.parked)
+
+    async def counts(self) -> dict[str, int]:
+        return await self._call(self.inner.counts)
+
+    async def host_done(self, authority: str) -> int:
+        return await self._call(lambda: self.inner.host_done(authority))
+
+    async def get_meta(self, key: str) -> str | None:
+        return await self._call(lambda: self.inner.get_meta(key))
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self._call(lambda: self.inner.set_meta(key, value))
+
+    def known_hosts(self) -> MutableMapping[str, str]:
+        return _PatientHosts(self.inner.known_hosts())
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def _call(self, call: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        first: Awaitable[T] | FrontierError
+        try:
+            first = self._gave_up or call()
+        except FrontierError as exc:
+            first = exc
+        done = asyncio.ensure_future(self._through(first, call))
+        done.add_done_callback(_retrieved)
+        return done
+
+    async def _through(self, first: Awaitable[T] | FrontierError, call: Callable[[], Awaitable[T]]) -> T:
+        attempt: Awaitable[T] | FrontierError = first
+        pause = 0.05
+        while True:
+            try:
+                if isinstance(attempt, FrontierError):
+                    raise attempt
+                result = await attempt
+            except FrontierError as exc:
+                if self._gave_up is not None:
+                    raise self._gave_up from None
+                now = time.monotonic()
+                if self._down_since is None:
+                    self._down_since = now
+                    log.warning("%s; waiting for it (%g s at most)", exc, self.patience)
+                left = self._down_since + self.patience - now
+                if left <= 0:
+                    self._gave_up = FrontierError(f"{str(exc).rstrip('.')} (for {self.patience:g} s, so this"
+                                                  " worker stops)")  # fmt: skip
+                    raise self._gave_up from None
+                await asyncio.sleep(min(pause, left))
+                pause = min(pause * 2, 2.0)
+                try:
+                    attempt = self._gave_up or call()
+                except FrontierError as again:
+                    attempt = again
+                continue
+            if self._down_since is not None:
+                log.warning("the frontier answers again, after %.1f s", time.monotonic() - self._down_since)
+                self._down_since = None
+            return result
+
+
+class _PatientHosts(MutableMapping[str, str]):
+    """Certificate fingerprints through an outage: the Gemini client asks mid-handshake and cannot
+    wait, so what the frontier cannot answer now is answered from what this process has seen
+    (trust on first use, for this process), and what it could not write is written when it can."""
+
+    def __init__(self, inner: MutableMapping[str, str]) -> None:
+        self.inner = inner
+        self._seen: dict[str, str] = {}
+        self._unwritten: dict[str, str] = {}
+
+    def __getitem__(self, host: str) -> str:
+        try:
+            self._flush()
+            value = self.inner[host]
+        except FrontierError:
+            return self._seen[host]
+        self._seen[host] = value
+        return value
+
+    def __setitem__(self, host: str, fingerprint: str) -> None:
+        self._seen[host] = fingerprint
+        self._unwritten[host] = fingerprint
+        try:
+            self._flush()
+        except FrontierError:
+            log.debug("the frontier is unreachable: %s's fingerprint is written later", host)
+
+    def __delitem__(self, host: str) -> None:
+        self._seen.pop(host, None)
+        self._unwritten.pop(host, None)
+        del self.inner[host]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.inner)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def _flush(self) -> None:
+        while self._unwritten:
+            host, fingerprint = next(iter(self._unwritten.items()))
+            self.inner[host] = fingerprint
+            del self._unwritten[host]
+
+
+def is_shared(spec: Path | str | None) -> bool:
+    """Whether ``spec`` names a fleet's frontier (Redis), not one process's SQLite file."""
+    return isinstance(spec, str) and spec.lower().startswith(SHARED_SCHEMES)
+
+
+def shown(spec: Path | str) -> str:
+    """``spec`` as a sentence may show it: a Redis URL's password is no one's business."""
+    return re.sub(r"^([a-z-]+://[^/@:]*):[^/@]*@", r"\1:***@", str(spec), flags=re.IGNORECASE)
+
+
+@overload
+def open_frontier(spec: Path, max_queued: int | None = None, name: str | None = None) -> SQLiteFrontier: ...
+
+
+@overload
+def open_frontier(spec: str, max_queued: int | None = None, name: str | None = None) -> Frontier: ...
+
+
+def open_frontier(spec: Path | str, max_queued: int | None = None, name: str | None = None) -> Frontier:
+    """The frontier of a crawl.
+
+    A path (or a string with no scheme) is a SQLite file, or a directory holding
+    ``frontier.sqlite3``; ``redis://``, ``rediss://`` and ``redis-cluster://`` URLs name a Redis
+    holding many crawls, so they need the crawl's ``name``.  FrontierError (one sentence)
+    when it cannot be used."""
+    if isinstance(spec, str) and "://" in spec:
+        if not is_shared(spec):
+            scheme = spec.split("://", 1)[0]
+            raise FrontierError(
+                f"a frontier is a SQLite file or a redis://, rediss:// or redis-cluster:// URL, not {scheme}://"
+            )
+        if not name:
+            raise FrontierError("a Redis frontier holds many crawls: name this one (--name CRAWL)")
+        from .redis_frontier import open_redis_frontier  # only a fleet needs redis-py
+
+        return open_redis_frontier(spec, name, max_queued)
+    path = Path(spec)
     if path.is_dir():
         path = path / "frontier.sqlite3"
     return SQLiteFrontier(path, max_queued=max_queued)
+
+
+if TYPE_CHECKING:  # mypy checks that both meet the protocol
+    _sqlite: type[Frontier] = SQLiteFrontier
+    _patient: type[Frontier] = Patient

@@ -1,4 +1,5 @@
-"""What a person sees while the crawler works: a live display on a terminal, plain lines when piped.
+"""What a person sees while the crawler works: a live display on a terminal, plain lines when piped;
+and ``manners crawl status``, what a crawl's frontier says of it (a fleet's workers included).
 
 Everything shown that came from the network (URLs, titles, reasons) goes through ``safe``
 first: a server cannot move the cursor, clear the screen or retitle the terminal.
@@ -6,16 +7,21 @@ first: a server cannot move the cursor, clear the screen or retitle the terminal
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections import deque
 from typing import Any, TextIO
 
 from .. import terminal
-from .crawler import Crawler, Page, Stats
+from ..vocabulary import timestamp
+from .crawler import FOREVER, HEARTBEAT, IDENTITY, Crawler, Page, Stats
+from .frontier import DONE, IN_FLIGHT, QUEUED, Frontier
 
 RECENT = 6  # pages and disallowed URLs shown in the live display
 PLAIN_EVERY = 5.0  # seconds between plain progress lines
+ALIVE = 4 * HEARTBEAT  # a worker silent for longer is taken for dead (its leases expire in time)
+HOSTS_COUNTED = 10_000  # hosts counted by status at most (a walk over the frontier's index)
 
 
 def safe(text: object, limit: int = 200) -> str:
@@ -135,7 +141,10 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
     s = crawler.stats
     elapsed = time.time() - s.started
     out = crawler.out
-    files = [str(out / "pages.jsonl"), str(out / "frontier.sqlite3")]
+    logs = (getattr(crawler, "pages", None), getattr(crawler, "ledger", None))
+    files = [str(log.path) for log in logs if log is not None]
+    if not crawler.shared:
+        files.append(str(crawler.frontier_spec))
     if crawler.warc is not None:
         files += [str(p) for p in crawler.warc.paths]
     return {
@@ -163,5 +172,91 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
             **{k: crawler.whole.get(k, 0) for k in ("fetched", "disallowed", "redirect", "error", "skipped")},
         },
         "out": str(out),
+        "worker": crawler.owner,
         "files": files,
     }
+
+
+async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict[str, object]:
+    """What ``frontier`` says of its crawl, for ``manners crawl status``: URLs by state and
+    outcome, hosts queued, ready and parked, the workers and when each was last heard of, and
+    the lease that expires first (a worker stuck or dead holds it)."""
+    now = time.time()
+    counts = await frontier.counts()
+    identity = json.loads(await frontier.get_meta("identity") or "null")
+    queued = await frontier.ready_authorities(now + FOREVER, (), HOSTS_COUNTED)
+    ready = await frontier.ready_authorities(now, (), HOSTS_COUNTED)
+    parked = await frontier.parked()
+    workers = {worker: _worker(seen, now) for worker, seen in (await frontier.workers()).items()}
+    oldest = await frontier.oldest_lease()
+    lease = None
+    if oldest is not None:
+        left = round(float(str(oldest["expires_in"])), 3)
+        lease = {"url": str(oldest["url"]), "owner": str(oldest["owner"]), "expires_in": left}
+    return {
+        "frontier": where,
+        "name": name,
+        "at": timestamp(now),
+        "identity": {k: identity.get(k) for k in IDENTITY} if isinstance(identity, dict) else None,
+        "seeds": json.loads(await frontier.get_meta("seeds") or "[]"),
+        "urls": {state: counts.get(state, 0) for state in (QUEUED, IN_FLIGHT, DONE)},
+        "outcomes": {k: n for k, n in sorted(counts.items()) if k not in (QUEUED, IN_FLIGHT, DONE)},
+        "hosts": {"queued": len(queued), "ready": len(ready), "parked": len(parked)},
+        "parked": {
+            a: {"until": timestamp(min(t, now + FOREVER)), "reason": why} for a, (t, why) in parked.items()
+        },
+        "workers": dict(sorted(workers.items())),
+        "oldest_lease": lease,
+    }
+
+
+_BEAT = ("last_seen", "ago")  # what the frontier adds to what a worker said
+
+
+def _worker(seen: dict[str, object], now: float) -> dict[str, object]:
+    """A heartbeat as status shows it, whether the frontier keeps what the worker said under
+    ``info`` or beside ``last_seen``; ``ago`` by the frontier's clock where it gives one."""
+    said = seen.get("info")
+    info = dict(said) if isinstance(said, dict) else {k: v for k, v in seen.items() if k not in _BEAT}
+    last = float(str(seen["last_seen"]))
+    ago = float(str(seen["ago"])) if "ago" in seen else now - last
+    alive = ago <= ALIVE and info.get("state") != "stopped"
+    return {"alive": alive, "last_seen": timestamp(last), "ago": round(ago, 3), **info}
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    """``crawl_status`` for people, each line safe for a terminal."""
+    who = status["identity"] or {}
+    name = f"the crawl {status['name']!r} at " if status["name"] else ""
+    roles = " ".join(who.get("roles") or []) or "(none)"
+    lines = [f"{name}{status['frontier']}: robot {who.get('agent')}, roles {roles}, scope {who.get('scope')}"]
+    urls, outcomes, hosts = status["urls"], status["outcomes"], status["hosts"]
+    settled = f" ({', '.join(f'{k} {n}' for k, n in outcomes.items())})" if outcomes else ""
+    lines.append(
+        f"URLs: queued {urls['queued']}, in flight {urls['in_flight']}, done {urls['done']}{settled}"
+    )
+
+    def capped(n: int) -> str:
+        return f"{n}+" if n >= HOSTS_COUNTED else str(n)
+
+    lines.append(f"hosts: {capped(hosts['queued'])} with URLs queued, {capped(hosts['ready'])} ready now,"
+                 f" {hosts['parked']} parked")  # fmt: skip
+    for auth, park in list(status["parked"].items())[:RECENT]:
+        lines.append(f"  parked {auth} until {park['until']}: {park['reason']}")
+    if len(status["parked"]) > RECENT:
+        lines.append(f"  ... and {len(status['parked']) - RECENT} more parked")
+    workers = status["workers"]
+    alive = sum(1 for w in workers.values() if w["alive"])
+    lines.append(f"workers: {alive} alive, {len(workers) - alive} stopped or silent")
+    for worker, w in workers.items():
+        state = "alive" if w["alive"] else str(w.get("state") if w.get("state") == "stopped" else "silent")
+        lines.append(f"  {worker}  {state}, last heard {w['ago']:.1f} s ago; fetched {w.get('fetched', '?')},"
+                     f" requests {w.get('requests', '?')}, in flight {w.get('in_flight', '?')}")  # fmt: skip
+    oldest = status["oldest_lease"]
+    if oldest is None:
+        lines.append("oldest lease: none (nothing in flight)")
+    else:
+        due = oldest["expires_in"]
+        when = f"expires in {due:.0f} s" if due >= 0 else f"expired {-due:.0f} s ago, to be reclaimed"
+        lines.append(f"oldest lease: {oldest['url']} held by {oldest['owner']}, {when}")
+    return [safe(line, 2000) for line in lines]

@@ -1,4 +1,4 @@
-"""``pages.jsonl``: one JSON object per settled URL, for people and scripts.
+"""``pages.jsonl``: one JSON object per settled URL, for people and scripts; and the ledger.
 
 Lines are appended and flushed one at a time, so a reader tailing the file sees whole lines
 except, at worst, the one being written.  A process killed mid-line leaves a torn last line;
@@ -15,17 +15,24 @@ characters ``\\xff``, as in every ``--json`` output (:func:`manners.terminal.rea
 Timestamps are RFC 3339 UTC with milliseconds (:func:`manners.vocabulary.timestamp`) and
 statuses integers or null, as there too.  The file is opened without following a symlink
 (``outdir``).
+
+The ledger (``requests-WORKER.jsonl``, :class:`Ledger`) is the same kind of file, one line per
+request, written and flushed *before* the request leaves: a request whose answer never came
+back (its worker killed mid-fetch) is on record all the same, for ``manners crawl audit``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from ..terminal import readable
+from ..vocabulary import timestamp
 from .outdir import open_nofollow
+from .urls import authority
 
 
 class PageLog:
@@ -60,6 +67,40 @@ class PageLog:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class Ledger:
+    """A worker's ``requests-WORKER.jsonl``: :meth:`note` each request just before it leaves.
+
+    One line a request, its keys in this order: ``at`` (RFC 3339 UTC, milliseconds), ``t`` (the
+    same moment, epoch seconds), ``authority`` (``scheme://host:port``), ``url`` (the URL, for
+    Gopher the selector's URL), ``kind`` (page, robots or caps), ``worker``, ``lease`` (the
+    lease's token; null for robots.txt), ``spacing`` (the seconds this worker keeps between
+    requests to the authority then; null when unknown) and ``not_before`` (the end, epoch
+    seconds, of a wait the server asked for, 44 or Retry-After, that this request is the first
+    of the worker's to honour; else null)."""
+
+    def __init__(self, path: Path, worker: str) -> None:
+        self.path = path
+        self.worker = worker
+        self._log = PageLog(path)
+
+    def note(
+        self,
+        url: str,
+        kind: Literal["page", "robots", "caps"],
+        lease: str | None,
+        spacing: float | None,
+        not_before: float | None,
+    ) -> None:
+        now = time.time()
+        line = {"at": timestamp(now), "t": now, "authority": authority(url), "url": url, "kind": kind}
+        self._log.write(
+            {**line, "worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
+        )
+
+    def close(self) -> None:
+        self._log.close()
 
 
 def _cut_torn_line(handle: BinaryIO) -> int:

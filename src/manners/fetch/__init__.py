@@ -7,7 +7,7 @@ The meaning lives in ``outcome`` (pure functions); ``http``, ``gemini`` and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 
 from .. import __version__
 from . import gemini, gopher, http
@@ -27,6 +27,7 @@ async def fetch_robots(
     user_agent: str | None = None,
     known_hosts: MutableMapping[str, str] | None = None,
     spacing: float = 0.0,
+    before: Callable[[str], Awaitable[None]] | None = None,
 ) -> FetchResult:
     """Fetch the robots.txt that governs ``url`` and say what it means.
 
@@ -36,8 +37,11 @@ async def fetch_robots(
     ``known_hosts`` maps ``host:port`` to Gemini certificate fingerprints (trust on
     first use); by default this process remembers them.  ``spacing`` is the pause between
     two requests to the server when Gopher's selectors are tried in turn (a polite robot's
-    delay; the timeout does not count it).  ValueError for a URL no
-    robots.txt can be fetched for.
+    delay; the timeout does not count it).  ``before`` is awaited with the address of each
+    request just before it leaves (every Gopher selector tried, every redirect followed): a
+    crawler writes it to its ledger there, and books the request's slot, so that a request
+    whose answer never comes is still on record.  ValueError for a URL no robots.txt can be
+    fetched for.
     """
     if max_bytes < 1:
         raise ValueError("max_bytes must be a positive number of bytes")
@@ -47,11 +51,11 @@ async def fetch_robots(
     if user_agent is None:
         user_agent = f"manners/{__version__}" if agent in ("", "*") else f"{agent} (manners/{__version__})"
     if scheme == "gopher":
-        work = gopher.fetch(location, deadlines, max_bytes, spacing)
+        work = gopher.fetch(location, deadlines, max_bytes, spacing, before)
     elif scheme == "gemini":
-        work = gemini.fetch(location, deadlines, max_bytes, known_hosts)
+        work = gemini.fetch(location, deadlines, max_bytes, known_hosts, before)
     else:
-        work = http.fetch(location, deadlines, max_bytes, user_agent)
+        work = http.fetch(location, deadlines, max_bytes, user_agent, before)
     pauses = spacing * (len(GOPHER_SELECTORS) - 1) if scheme == "gopher" else 0.0
     try:
         return await asyncio.wait_for(work, deadlines.total + pauses)

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import hashlib
 import ssl
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 
 from .locations import split_authority
 from .net import Deadlines, NetworkError, close, connect, read_some, read_to_eof
@@ -40,11 +40,15 @@ async def fetch(
     deadlines: Deadlines,
     max_bytes: int,
     known_hosts: MutableMapping[str, str] | None = None,
+    before: Callable[[str], Awaitable[None]] | None = None,
 ) -> FetchResult:
+    """``before``: awaited with each URL just before it is requested (redirects included)."""
     known = KNOWN_HOSTS if known_hosts is None else known_hosts
     current, redirects = url, tuple[str, ...]()
     while True:
         host, port = split_authority(current)
+        if before is not None:
+            await before(current)
         try:
             status, meta, body, fingerprint = await _exchange(current, host, port, deadlines, max_bytes)
         except NetworkError as exc:

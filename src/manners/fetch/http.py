@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .net import Deadlines, NetworkError, failure
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
     import httpx
 
 
-async def fetch(url: str, deadlines: Deadlines, max_bytes: int, user_agent: str) -> FetchResult:
+async def fetch(
+    url: str,
+    deadlines: Deadlines,
+    max_bytes: int,
+    user_agent: str,
+    before: Callable[[str], Awaitable[None]] | None = None,
+) -> FetchResult:
+    """``before``: awaited with each URL just before it is requested (redirects included)."""
     import httpx  # only robots that fetch over HTTP need it
 
     timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
@@ -22,6 +30,8 @@ async def fetch(url: str, deadlines: Deadlines, max_bytes: int, user_agent: str)
     client = httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=_tls())
     async with client:
         while True:
+            if before is not None:
+                await before(current)
             try:
                 async with client.stream("GET", current) as response:
                     target = http_redirect(response.status_code, response.headers, current)

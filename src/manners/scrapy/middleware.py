@@ -7,6 +7,8 @@ TLS settings and stats still apply) and hands the answer to manners' outcome tab
 (``manners.fetch.outcome``), the one ``fetch_robots`` uses; a :class:`manners.Robot`
 keeps the result in manners' cache (``MANNERS_CACHE``) by scheme, host and port, for
 24 hours at most, and makes one fetch per authority across every process sharing it.
+With ``MANNERS_PACING`` (a Redis URL), each request also waits for its authority's
+fleet-wide slot before it leaves (``manners.scrapy.pacing``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
 from ..cache import CacheError
+from ..cache.redis import RedisStore
 from ..fetch.outcome import (
     MAX_REDIRECTS,
     FetchResult,
@@ -38,6 +41,7 @@ from ..fetch.outcome import (
 from ..profiles import get_profile
 from ..robot import MAX_POLICIES, Policy, Robot
 from ..robots import asked_spacing
+from .pacing import PATIENCE, FleetPacing, PacingError, check_location
 from .parser import RobotParser, agent
 from .slots import keep_delay
 
@@ -73,7 +77,9 @@ class RobotsTxtMiddleware:
     Settings: ``ROBOTSTXT_OBEY`` (must be true), ``ROBOTSTXT_USER_AGENT``, ``USER_AGENT``,
     ``MANNERS_CACHE`` (``memory``, ``sqlite``, ``sqlite:///path``, ``redis://...``),
     ``MANNERS_MAX_DELAY`` (cap on a file's Crawl-delay, seconds), ``MANNERS_TIMEOUT``
-    (seconds for one robots.txt fetch, redirects included), ``MANNERS_PROFILE``.
+    (seconds for one robots.txt fetch, redirects included), ``MANNERS_PROFILE``,
+    ``MANNERS_PACING`` (``redis://...``: space requests fleet-wide, not per process) and
+    ``MANNERS_PACING_TIMEOUT`` (seconds a request waits for that Redis when it is down).
     """
 
     DOWNLOAD_PRIORITY: int = 1000
@@ -93,6 +99,7 @@ class RobotsTxtMiddleware:
                 get_profile(profile)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"manners.scrapy: MANNERS_PROFILE: {exc}") from None
+        self.pacing = _pacing(settings)  # before the Robot: a Redis client connects only when first used
         try:
             self.robot = Robot(
                 "*",
@@ -107,11 +114,21 @@ class RobotsTxtMiddleware:
         except (ValueError, CacheError) as exc:
             raise ValueError(f"manners.scrapy: MANNERS_CACHE: {exc}") from None
         self.profile = self.robot.profile
+        if self.pacing is not None and (
+            settings.getfloat("DOWNLOAD_DELAY") > 0 or settings.getbool("AUTOTHROTTLE_ENABLED")
+        ):  # they act after the fleet's slot, in each process: a request they hold leaves late
+            log.warning(
+                "MANNERS_PACING: DOWNLOAD_DELAY and AutoThrottle still delay requests in each process,"
+                " after their fleet-wide slot; a request held past its slot can leave too close to the"
+                " fleet's next: leave DOWNLOAD_DELAY at 0 and AutoThrottle off (the fleet's slots keep"
+                " the Crawl-delay)"
+            )
         self.stats = crawler.stats
         # The policy each authority had when it was last seen, and the delays it asks by robot name.
         self._taken: OrderedDict[str, tuple[Policy, dict[str, float]]] = OrderedDict()
         self._capped: set[str] = set()
         self._cache_failed = False  # the cache failed once: later failures are logged at DEBUG
+        self._pacing_failed = False  # a request was dropped: more are logged at DEBUG until one is paced
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
         crawler.signals.connect(self._keep_delay, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._engine_started, signal=signals.engine_started)
@@ -146,6 +163,22 @@ class RobotsTxtMiddleware:
             delay = delays[name] = self._delay(policy, name)
         if delay > 0:
             request.meta[DELAY_META] = delay
+            if self.pacing is not None:
+                await self._pace(self.pacing, request, policy.key, delay)
+
+    async def _pace(self, pacing: FleetPacing, request: Request, key: str, delay: float) -> None:
+        """Wait for the fleet-wide slot of ``key``; a request that cannot be paced is dropped, never sent."""
+        try:
+            await pacing.wait(key, delay)
+        except PacingError as exc:
+            self.stats.inc_value("robotstxt/pacing_error")
+            level = logging.DEBUG if self._pacing_failed else logging.ERROR
+            spider = {"spider": self.crawler.spider}
+            log.log(level, "manners pacing: %s dropped: %s", request, exc, extra=spider)
+            self._pacing_failed = True
+            raise IgnoreRequest(f"not sent unpaced: {exc}") from None
+        self._pacing_failed = False
+        self.stats.inc_value("robotstxt/paced")
 
     def _agent(self, request: Request) -> str:
         """Who asks: ROBOTSTXT_USER_AGENT, else the request's User-Agent header, as a product token."""
@@ -304,9 +337,15 @@ class RobotsTxtMiddleware:
             raise StopDownload(fail=False)
 
     def _keep_delay(self, request: Request, **_: Any) -> None:
-        """Before each request is queued, and after AutoThrottle saw each response: keep the delay."""
+        """Before each request is queued, and after AutoThrottle saw each response: keep the delay.
+
+        Not with MANNERS_PACING: the request has had its fleet-wide slot already, and a
+        slot delay raised here would hold it again in this process, past the slot it was
+        granted, so it would leave later than the fleet's booking says (and the request
+        booked after it, in another process, could follow it too closely).
+        """
         delay = request.meta.get(DELAY_META)
-        if delay:
+        if delay and self.pacing is None:
             engine = self.crawler.engine
             if engine is not None:
                 keep_delay(engine.downloader, request, delay)
@@ -323,7 +362,31 @@ class RobotsTxtMiddleware:
         itself, and later versions warn (ScrapyDeprecationWarning) about a handler that
         returns a Deferred.
         """
-        await self.robot.close()
+        try:
+            await self.robot.close()
+        finally:
+            if self.pacing is not None:
+                await self.pacing.close()
+
+
+def _pacing(settings: BaseSettings) -> FleetPacing | None:
+    """The fleet's pacing from MANNERS_PACING (None without it), or a ValueError naming the setting.
+
+    A store of its own, not the Robot's cache opened on that URL: MANNERS_CACHE stays
+    whatever each process chose (memory, SQLite, another Redis), and the Robot's
+    ``wait()`` cannot serve here anyway, since it spaces for its own agent and
+    ``min_delay`` while the middleware spaces for each request's product token.  The
+    store's ``book`` and ``claim`` are those ``wait()`` uses, under the same keys, so
+    manners robots sharing the Redis keep the spacing together with Scrapy.
+    """
+    location = settings.get("MANNERS_PACING") or None
+    if location is None:
+        return None
+    patience = _seconds(settings, "MANNERS_PACING_TIMEOUT", PATIENCE, positive=True)
+    try:
+        return FleetPacing(RedisStore(check_location(location)), patience)
+    except (ValueError, CacheError) as exc:
+        raise ValueError(f"manners.scrapy: MANNERS_PACING: {exc}") from None
 
 
 def _headers(response: Response) -> Mapping[str, str]:

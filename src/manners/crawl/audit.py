@@ -1,0 +1,733 @@
+"""``manners crawl audit DIR...``: a crawl's manners, proved from the workers' own files.
+
+Every worker writes a ledger, ``requests-WORKER.jsonl``, with a line flushed *before* each
+request leaves (robots.txt and caps.txt included), so the ledgers hold every request the
+crawl ever sent, even one whose answer never came back because its worker died.  What the
+crawler says it settled (``pages*.jsonl``) cannot show that; the ledgers can, and merged by
+time across all workers and all DIRs they show what the fleet did to each host together,
+which no single worker can see.  From them (the pages files second) this module proves:
+
+- **spacing**: per authority, each request came no sooner after the one before it (by any
+  worker) than the spacing in force (the ledger line's ``spacing``: ``--min-delay``,
+  Crawl-delay, Request-rate), and never before a pending ``44`` slow-down ended (the ledger's
+  ``not_before``, and the wait a ``44`` page in a pages file asked for);
+- **each URL once**: every page URL requested twice, and why: in flight at a worker's death
+  (its worker never settled it, sent its host nothing more, and was silent from the next
+  request on: the one repeat a fleet allows), asked again after a temporary failure or a
+  settled error (a retry the crawler is meant to make), or fetched twice (a violation);
+- **robots.txt obeyed**: no URL settled as ``disallowed`` was ever requested, and no page of
+  an authority was requested before its robots.txt was.
+
+Sans-IO: :func:`read_lines`, :func:`ledger_line` and :func:`pages_record` turn bytes into
+values and :func:`judge` turns values into a :class:`Report`, all pure; :func:`audit` only
+adds reading the files, and :func:`run` printing.  Exit status: 0 when nothing is wrong, 1 on
+any violation, 2 for a usage error (a DIR that is not there, no ledger in it, a malformed
+line: one sentence naming the file and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from ..terminal import safe, safe_json
+from ..vocabulary import timestamp
+from . import urls
+from .crawler import SLOW_DOWN_BASE
+from .meaning import seconds
+
+#: Seconds a gap may fall short of the one required: a ledger line is timed just before its
+#: request is written, so clock jitter and timer granularity show up as a few milliseconds.
+TOLERANCE = 0.02
+#: The files read in each DIR: every worker's ledger, and every pages file (``pages.jsonl`` is
+#: a single-process crawl's).
+LEDGERS = ("requests.jsonl", "requests-*.jsonl")
+PAGES = ("pages.jsonl", "pages-*.jsonl")
+SHOWN = 50  # violations of one kind listed in the text output; --json lists them all
+HOSTS_SHOWN = 20  # hosts listed in the text output, closest to their limit first
+
+Repeat = Literal["death", "retry", "twice"]  # why a URL was requested again
+
+
+class AuditError(Exception):
+    """The audit cannot be made: one sentence for the operator (exit status 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One ledger line: a request about to leave."""
+
+    t: float  # seconds since the epoch, as the worker's clock had it
+    authority: str
+    url: str
+    kind: str  # page, robots or caps
+    worker: str
+    spacing: float | None  # seconds required since the host's previous request; None: not said
+    not_before: float | None  # a pending slow-down: nothing to the host before this moment
+    dir: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"url": self.url, "kind": self.kind, "worker": self.worker, "at": timestamp(self.t)}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What the audit needs of one pages record (the rest of it is ignored)."""
+
+    url: str
+    outcome: str
+    at: float  # fetched_at
+    worker: str | None  # the record's own, else its file's (pages-WORKER.jsonl); None: unknown
+    status: int | None
+    reason: str | None
+    rule: str | None
+    robots: str | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """A worker as its ledger shows it: which one, where, how busy and for how long."""
+
+    worker: str
+    dir: str
+    requests: int
+    first: float
+    last: float
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "worker": self.worker,
+            "dir": self.dir,
+            "requests": self.requests,
+            "first": timestamp(self.first),
+            "last": timestamp(self.last),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """One authority: its closest two requests against what they had to keep, and how many
+    of its requests came too soon."""
+
+    authority: str
+    requests: int
+    workers: int
+    smallest_gap: float | None  # None: a single request
+    required_gap: float | None  # what the pair with the smallest gap had to keep; None: not said
+    violations: int  # requests to it sent too soon
+
+    @property
+    def ok(self) -> bool:
+        return self.violations == 0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "authority": self.authority,
+            "requests": self.requests,
+            "workers": self.workers,
+            "smallest_gap": _rounded(self.smallest_gap),
+            "required_gap": self.required_gap,
+            "violations": self.violations,
+            "ok": self.ok,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TooClose:
+    """A request sent before its time: too soon after ``earlier``, or before a slow-down ended."""
+
+    authority: str
+    earlier: Request | None  # None: the host's first request in the ledgers
+    later: Request
+    required: float | None  # seconds ``later`` had to keep after ``earlier``
+    not_before: float | None  # the slow-down it broke, if it broke one
+
+    @property
+    def gap(self) -> float | None:
+        return self.later.t - self.earlier.t if self.earlier is not None else None
+
+    def why(self) -> str:
+        if self.not_before is not None:
+            return f"a 44 asked for nothing before {timestamp(self.not_before)}"
+        return f"a spacing of {self.required or 0:g} s was in force"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "authority": self.authority,
+            "earlier": self.earlier.as_json() if self.earlier is not None else None,
+            "later": self.later.as_json(),
+            "gap": _rounded(self.gap),
+            "required": self.required,
+            "not_before": _moment(self.not_before),
+            "why": self.why(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """A page URL requested more than once, with why each request was followed by another."""
+
+    url: str
+    requests: tuple[Request, ...]
+    repeats: tuple[tuple[Repeat, str], ...]  # for each request but the last: why it was asked again
+
+    @property
+    def in_flight_at_death(self) -> bool:
+        return any(kind == "death" for kind, _ in self.repeats)
+
+    @property
+    def violation(self) -> bool:
+        return any(kind == "twice" for kind, _ in self.repeats)
+
+    def why(self) -> str:
+        return "; ".join(dict.fromkeys(words for _, words in self.repeats))
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "times": len(self.requests),
+            "at": [timestamp(r.t) for r in self.requests],
+            "workers": [r.worker for r in self.requests],
+            "in_flight_at_death": self.in_flight_at_death,
+            "violation": self.violation,
+            "why": self.why(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Disallowed:
+    """A request for a URL that a pages file settled as disallowed."""
+
+    request: Request
+    record: Record  # the record that settled the URL as disallowed
+
+    def as_json(self) -> dict[str, object]:
+        r = self.record
+        return {**self.request.as_json(), "robots": r.robots, "line": r.line, "rule": r.rule}
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsLate:
+    """An authority whose first page request came before any request for its robots.txt."""
+
+    authority: str
+    first: Request
+    pages_before: int
+    robots_at: float | None  # its first robots.txt request; None: never asked
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            **self.first.as_json(),
+            "authority": self.authority,
+            "pages_before": self.pages_before,
+            "robots_at": _moment(self.robots_at),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`judge` found; :func:`as_json` and :func:`render_text` show it."""
+
+    dirs: tuple[str, ...]
+    workers: tuple[Worker, ...]
+    requests: int
+    hosts: tuple[Host, ...]
+    too_close: tuple[TooClose, ...]
+    duplicates: tuple[Duplicate, ...]
+    disallowed_requested: tuple[Disallowed, ...]
+    robots_first_violations: tuple[RobotsLate, ...]
+    torn_lines: tuple[str, ...]  # "FILE:LINE" of each torn last line skipped (a crash mid-write)
+
+    @property
+    def violations(self) -> int:
+        return (
+            len(self.too_close)
+            + sum(d.violation for d in self.duplicates)
+            + len(self.disallowed_requested)
+            + len(self.robots_first_violations)
+        )
+
+
+def _rounded(gap: float | None) -> float | None:
+    return round(gap, 6) if gap is not None else None
+
+
+def _moment(t: float | None) -> str | None:
+    return timestamp(t) if t is not None else None
+
+
+# -- reading (pure: bytes in, values out) -----------------------------------------------------
+
+
+def read_lines(data: bytes, name: str) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
+    """Each line of a JSON Lines file as (line number, object), and the number of a torn last line
+    skipped (None: none was).  A line is written with its newline in one flushed write, so a last
+    line without one that is no JSON object was cut by a crash mid-write; anywhere else, a line
+    that is no JSON object is an AuditError naming ``name`` and the line."""
+    lines = data.split(b"\n")
+    last = lines.pop()  # b"" when the file ends with a newline
+    out = [(n, _object(raw, name, n)) for n, raw in enumerate(lines, 1) if raw.strip()]
+    if not last.strip():
+        return out, None
+    try:
+        out.append((len(lines) + 1, _object(last, name, len(lines) + 1)))
+    except AuditError:
+        return out, len(lines) + 1
+    return out, None
+
+
+def _object(raw: bytes, name: str, n: int) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise AuditError(f"{name}:{n} is no JSON line ({why}): the file is damaged") from None
+    if not isinstance(value, dict):
+        raise AuditError(f"{name}:{n} is no JSON object: the file is damaged")
+    return value
+
+
+def ledger_line(obj: dict[str, Any], where: str, dir: str) -> Request:
+    """A ledger line (``where``: "FILE:LINE", for the sentence when it is malformed)."""
+    return Request(
+        t=_number(obj, "t", where),
+        authority=_text(obj, "authority", where),
+        url=_text(obj, "url", where),
+        kind=_text(obj, "kind", where),
+        worker=_text(obj, "worker", where),
+        spacing=_number(obj, "spacing", where, null=True),
+        not_before=_number(obj, "not_before", where, null=True),
+        dir=dir,
+    )
+
+
+def pages_record(obj: dict[str, Any], where: str, worker: str | None) -> Record:
+    """A pages record, read tolerantly: keys it does not need are ignored.  ``worker``: the
+    worker its file belongs to (``pages-WORKER.jsonl``), used when the record names none."""
+    at = _text(obj, "fetched_at", where)
+    try:
+        when = datetime.fromisoformat(at)
+    except ValueError:
+        raise AuditError(f"{where}: 'fetched_at' is no RFC 3339 moment: the file is damaged") from None
+    moment = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    own = obj.get("worker")
+    status, line = obj.get("status"), obj.get("line")
+    return Record(
+        url=_text(obj, "url", where),
+        outcome=_text(obj, "outcome", where),
+        at=moment,
+        worker=own if isinstance(own, str) else worker,
+        status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        reason=_optional_text(obj, "reason"),
+        rule=_optional_text(obj, "rule"),
+        robots=_optional_text(obj, "robots"),
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+    )
+
+
+def _text(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise AuditError(f"{where}: {_missing(obj, key, 'text')}: the file is damaged")
+    return value
+
+
+def _optional_text(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _number(obj: dict[str, Any], key: str, where: str, null: bool = False) -> Any:
+    value = obj.get(key)
+    if value is None and null:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AuditError(f"{where}: {_missing(obj, key, 'a number')}: the file is damaged")
+    return float(value)
+
+
+def _missing(obj: dict[str, Any], key: str, kind: str) -> str:
+    return f"{key!r} is missing" if key not in obj else f"{key!r} is not {kind}"
+
+
+# -- judging (pure: values in, a report out) --------------------------------------------------
+
+
+def judge(
+    dirs: Sequence[str], requests: Iterable[Request], records: Iterable[Record], torn: Iterable[str] = ()
+) -> Report:
+    """The audit of these ledger lines and pages records, from whatever workers and DIRs."""
+    ordered = sorted(requests, key=lambda r: r.t)  # stable: a tie keeps the files' order
+    records = list(records)
+    by_host: dict[str, list[Request]] = defaultdict(list)
+    for r in ordered:
+        by_host[r.authority].append(r)
+    slow = _slow_downs(records)
+    hosts: list[Host] = []
+    too_close: list[TooClose] = []
+    late: list[RobotsLate] = []
+    for auth in sorted(by_host):
+        host, close = _spacing(auth, by_host[auth], slow.get(auth, []))
+        hosts.append(host)
+        too_close += close
+        robots = _robots_first(auth, by_host[auth])
+        if robots is not None:
+            late.append(robots)
+    disallowed = {r.url: r for r in records if r.outcome == "disallowed"}
+    return Report(
+        dirs=tuple(dirs),
+        workers=_workers(ordered),
+        requests=len(ordered),
+        hosts=tuple(hosts),
+        too_close=tuple(too_close),
+        duplicates=_duplicates(ordered, records),
+        disallowed_requested=tuple(
+            Disallowed(r, disallowed[r.url]) for r in ordered if r.kind == "page" and r.url in disallowed
+        ),
+        robots_first_violations=tuple(late),
+        torn_lines=tuple(torn),
+    )
+
+
+def _workers(ordered: list[Request]) -> tuple[Worker, ...]:
+    seen: dict[str, list[Request]] = defaultdict(list)
+    for r in ordered:
+        seen[r.worker].append(r)
+    return tuple(Worker(w, rs[0].dir, len(rs), rs[0].t, rs[-1].t) for w, rs in seen.items())
+
+
+def _slow_downs(records: list[Record]) -> dict[str, list[tuple[float, float]]]:
+    """By authority: (when, until) for each 44 a pages file records, in time order.  The wait is
+    the seconds the server's meta named; a meta that is no number holds the host for
+    SLOW_DOWN_BASE seconds at least (the crawler doubles from there)."""
+    found: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in records:
+        if r.status != 44:
+            continue
+        try:
+            auth = urls.authority(r.url)
+        except ValueError:
+            continue
+        found[auth].append((r.at, r.at + asked_wait(r.reason)))
+    return {auth: sorted(waits) for auth, waits in found.items()}
+
+
+_WAIT = re.compile(r"\s*44\b[^\d(]*(\d+(?:\.\d+)?)")
+
+
+def asked_wait(reason: str | None) -> float:
+    """The seconds a 44 asked for, from its record's reason ("44 5 (still, after 3 attempts)")."""
+    m = _WAIT.match(reason or "")
+    wait = seconds(m[1]) if m else None
+    return wait if wait is not None else SLOW_DOWN_BASE
+
+
+def _spacing(
+    auth: str, requests: list[Request], slow: list[tuple[float, float]]
+) -> tuple[Host, list[TooClose]]:
+    """One authority's requests, in time order, against the gap each had to keep after the one
+    before: its ``spacing``, and any slow-down pending (a ledger ``not_before`` or a recorded 44)."""
+    close: list[TooClose] = []
+    smallest: tuple[float, float | None] | None = None  # (gap, required)
+    pending = -math.inf  # the latest slow-down known, as of each request
+    waits = iter(slow)
+    wait = next(waits, None)
+    earlier: Request | None = None
+    for later in requests:
+        while wait is not None and wait[0] <= later.t:
+            pending = max(pending, wait[1])
+            wait = next(waits, None)
+        if later.not_before is not None:
+            pending = max(pending, later.not_before)
+        since = earlier.t if earlier is not None else -math.inf
+        needs = [n for n in (later.spacing, pending - since if pending > since else None) if n is not None]
+        required = max(needs) if needs else None
+        broke = pending if later.t < pending - TOLERANCE else None
+        if earlier is None:
+            if broke is not None:
+                close.append(TooClose(auth, None, later, None, broke))
+        else:
+            gap = later.t - earlier.t
+            if smallest is None or gap < smallest[0]:
+                smallest = (gap, required)
+            if broke is not None or (required is not None and gap < required - TOLERANCE):
+                close.append(TooClose(auth, earlier, later, required, broke))
+        earlier = later
+    host = Host(
+        auth,
+        len(requests),
+        len({r.worker for r in requests}),
+        smallest[0] if smallest else None,
+        smallest[1] if smallest else None,
+        len(close),
+    )
+    return host, close
+
+
+def _robots_first(auth: str, requests: list[Request]) -> RobotsLate | None:
+    """robots.txt must be asked for before any page of its authority (RFC 9309 §2.3)."""
+    robots_at = next((r.t for r in requests if r.kind == "robots"), None)
+    early = [r for r in requests if r.kind == "page" and (robots_at is None or r.t < robots_at)]
+    return RobotsLate(auth, early[0], len(early), robots_at) if early else None
+
+
+def _duplicates(ordered: list[Request], records: list[Record]) -> tuple[Duplicate, ...]:
+    """Every page URL requested more than once, each repeat explained (see :func:`_repeat`)."""
+    pages: dict[str, list[Request]] = defaultdict(list)
+    settled: dict[str, list[Record]] = defaultdict(list)
+    alive = _Alive()
+    for r in ordered:
+        if r.kind == "page":
+            pages[r.url].append(r)
+        alive.saw(r.worker, r.t)
+        alive.saw((r.worker, r.authority), r.t)
+    for rec in records:
+        settled[rec.url].append(rec)
+        if rec.worker is not None:
+            alive.saw(rec.worker, rec.at)
+    return tuple(
+        Duplicate(
+            url, tuple(asked), tuple(_repeat(asked, i, settled[url], alive) for i in range(len(asked) - 1))
+        )
+        for url, asked in pages.items()
+        if len(asked) > 1
+    )
+
+
+class _Alive(dict[str | tuple[str, str], float]):
+    """The last sign of life of each worker (a request sent or a page settled), and of each
+    worker with each authority (a request sent to it)."""
+
+    def saw(self, who: str | tuple[str, str], t: float) -> None:
+        if t > self.get(who, -math.inf):
+            self[who] = t
+
+
+def _repeat(asked: list[Request], i: int, records: list[Record], alive: _Alive) -> tuple[Repeat, str]:
+    """Why the URL's request ``i`` (``a``) was followed by another (``b``).
+
+    ``a`` was answered when its worker settled the URL after sending it and before asking for it
+    again (a record that names no worker counts when it came before ``b``), or went on to send
+    the authority another request: a worker sends one request at a time to an authority, so
+    ``a`` had come back.  Unanswered, with its worker silent from ``b`` on and ``b`` another
+    worker's: in flight at that worker's death, the one repeat a fleet allows.  Answered and not
+    settled (a temporary failure is retried without a record), or settled as an error or a
+    40-49 before ``b``: a retry the crawler is meant to make.  Settled otherwise: fetched twice,
+    a violation.
+    """
+    a, b = asked[i], asked[i + 1]
+    again = next((r.t for r in asked[i + 1 :] if r.worker == a.worker), math.inf)
+    answer = next(
+        (
+            r
+            for r in records
+            if r.at >= a.t - TOLERANCE
+            and (r.at < again if r.worker == a.worker else r.worker is None and r.at < b.t)
+        ),
+        None,
+    )
+    if answer is None:
+        went_on = alive.get((a.worker, a.authority), a.t) > a.t
+        if not went_on and b.worker != a.worker and alive.get(a.worker, a.t) < b.t:
+            return "death", f"in flight at the death of worker {a.worker}"
+        return "retry", f"asked again by worker {b.worker}: no answer was settled (a temporary failure)"
+    temporary = answer.status is not None and 40 <= answer.status <= 49
+    if (answer.outcome == "error" or temporary) and answer.at <= b.t + TOLERANCE:
+        return "retry", f"asked again by worker {b.worker} after {answer.reason or answer.outcome}"
+    return "twice", (
+        f"fetched twice: worker {a.worker} settled it ({answer.outcome}) and worker {b.worker} asked again"
+    )
+
+
+# -- the files (the I/O edge) ------------------------------------------------------------------
+
+
+def audit(dirs: Sequence[Path]) -> Report:
+    """Read every ledger and pages file in ``dirs`` and judge them together; AuditError (one
+    sentence) for a DIR that is not there, one with no ledger, or a damaged line."""
+    if not dirs:
+        raise AuditError("name the crawl directories to audit: manners crawl audit DIR...")
+    requests: list[Request] = []
+    records: list[Record] = []
+    torn: list[str] = []
+    dirs = list(dict.fromkeys(dirs))  # a DIR named twice is read once
+    for d in dirs:
+        if not d.is_dir():
+            raise AuditError(f"{d} is no directory: name a crawl's --out")
+        ledgers = _files(d, LEDGERS)
+        if not ledgers:
+            raise AuditError(
+                f"{d} holds no ledger (requests-*.jsonl), so nothing shows what was requested:"
+                " audit a crawl made by a manners that keeps one"
+            )
+        for path in ledgers:
+            lines, cut = read_lines(_read(path), str(path))
+            requests += (ledger_line(obj, f"{path}:{n}", str(d)) for n, obj in lines)
+            if cut is not None:
+                torn.append(f"{path}:{cut}")
+        for path in _files(d, PAGES):
+            owner = path.name.removeprefix("pages-").removesuffix(".jsonl") if path.name != PAGES[0] else None
+            lines, cut = read_lines(_read(path), str(path))
+            records += (pages_record(obj, f"{path}:{n}", owner) for n, obj in lines)
+            if cut is not None:
+                torn.append(f"{path}:{cut}")
+    return judge([str(d) for d in dirs], requests, records, torn)
+
+
+def _files(d: Path, patterns: Iterable[str]) -> list[Path]:
+    return sorted({p for pattern in patterns for p in d.glob(pattern) if p.is_file()})
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise AuditError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+def as_json(report: Report) -> dict[str, object]:
+    """The report as the README's ``json: manners crawl audit`` block documents it."""
+    return {
+        "dirs": list(report.dirs),
+        "tolerance": TOLERANCE,
+        "requests": report.requests,
+        "workers": [w.as_json() for w in report.workers],
+        "hosts": [h.as_json() for h in report.hosts],
+        "too_close": [c.as_json() for c in report.too_close],
+        "duplicates": [d.as_json() for d in report.duplicates],
+        "disallowed_requested": [d.as_json() for d in report.disallowed_requested],
+        "robots_first_violations": [r.as_json() for r in report.robots_first_violations],
+        "torn_lines": list(report.torn_lines),
+        "violations": report.violations,
+    }
+
+
+def render_text(report: Report) -> str:
+    """A short summary for people: violations first, then repeats that are no violation, the
+    hosts closest to their limit, and the verdict.  Every text from a file is made safe."""
+    out: list[str] = []
+
+    def listed(items: Sequence[Any], label: str, say: Callable[[Any], str]) -> None:
+        out.extend(f"{label}: {safe(say(item))}" for item in items[:SHOWN])
+        if len(items) > SHOWN:
+            out.append(f"{label}: ... and {len(items) - SHOWN} more (--json lists them all)")
+
+    def request(r: Request) -> str:
+        return f"{r.url} by worker {r.worker} at {timestamp(r.t)}"
+
+    def too_close(c: TooClose) -> str:
+        if c.earlier is None or c.gap is None:
+            return f"{request(c.later)}: {c.why()}"
+        return f"{request(c.later)}, {c.gap:.3f} s after {request(c.earlier)}: {c.why()}"
+
+    def late(r: RobotsLate) -> str:
+        asked = f"first asked at {timestamp(r.robots_at)}" if r.robots_at is not None else "never asked"
+        before = f"{r.pages_before} page requests before it"
+        return f"{r.authority}: {request(r.first)} ({before}; robots.txt {asked})"
+
+    def disallowed(d: Disallowed) -> str:
+        rule = f" ({d.record.rule}, {d.record.robots})" if d.record.rule and d.record.robots else ""
+        return f"{request(d.request)}, settled as disallowed{rule}"
+
+    def repeated(d: Duplicate) -> str:
+        return f"{d.url} ({len(d.requests)} times): {d.why()}"
+
+    repeats = [d for d in report.duplicates if not d.violation]
+    listed(report.too_close, "VIOLATION too close", too_close)
+    listed([d for d in report.duplicates if d.violation], "VIOLATION requested again", repeated)
+    listed(report.disallowed_requested, "VIOLATION disallowed yet requested", disallowed)
+    listed(report.robots_first_violations, "VIOLATION a page before robots.txt", late)
+    listed(repeats, "requested again (no violation)", repeated)
+    listed(report.torn_lines, "skipped a torn last line (a crash mid-write)", str)
+    closest = sorted(report.hosts, key=_margin)[:HOSTS_SHOWN]
+    for h in closest:
+        gap = f"smallest gap {h.smallest_gap:.3f} s" if h.smallest_gap is not None else "one request"
+        need = f", {h.required_gap:g} s required" if h.required_gap is not None else ""
+        verdict = "ok" if h.ok else f"{h.violations} too close"
+        out.append(
+            f"host {safe(h.authority)}: {_many(h.requests, 'request')} by {_many(h.workers, 'worker')},"
+            f" {gap}{need}: {verdict}"
+        )
+    if len(report.hosts) > len(closest):
+        out.append(f"... and {len(report.hosts) - len(closest)} more hosts, further from their limits")
+    n = report.violations
+    out.append(
+        f"{_many(report.requests, 'request')} by {_many(len(report.workers), 'worker')}"
+        f" in {_many(len(report.dirs), 'directory', 'directories')} to {_many(len(report.hosts), 'host')}: "
+        + (_many(n, "violation") if n else "no violation")
+        + f" ({_many(len(report.duplicates), 'URL')} asked more than once, {len(repeats)} of them allowed)"
+    )
+    return "\n".join(out)
+
+
+def _many(n: int, one: str, more: str | None = None) -> str:
+    return f"{n} {one if n == 1 else more or one + 's'}"
+
+
+def _margin(h: Host) -> float:
+    """How far a host's closest pair stayed above what it had to keep (violations first)."""
+    if h.violations:
+        return -math.inf
+    if h.smallest_gap is None or h.required_gap is None:
+        return math.inf
+    return h.smallest_gap - h.required_gap
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``audit`` on ``subparsers`` (``manners crawl``'s).  Its ``func`` takes the
+    ``(args, out)`` that ``manners.cli.main`` passes and returns :func:`run`'s exit status."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "audit",
+        help="prove a crawl's manners from its workers' ledgers: spacing, each URL once, robots.txt obeyed",
+        description="Prove a crawl's manners from its workers' own files (requests-*.jsonl, then"
+        " pages*.jsonl), merged across every DIR given: per host the smallest gap between two requests"
+        " against the one required, every URL requested twice and why, every disallowed URL requested,"
+        " every page asked before its robots.txt.  Exit status 1 on a violation.",
+    )
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a crawl's --out (any number)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_command)
+
+
+def _command(args: argparse.Namespace, _out: object = None) -> int:
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Audit ``args.dirs`` and print the report: 0 when nothing is wrong, 1 on a violation, 2 (one
+    sentence on stderr) when the audit cannot be made."""
+    try:
+        report = audit(args.dirs)
+    except AuditError as exc:
+        print(f"manners crawl audit: {safe(str(exc))}", file=sys.stderr)
+        return 2
+    print(safe_json(as_json(report)) if args.json else render_text(report))
+    return 1 if report.violations else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m manners.crawl.audit DIR... [--json]``."""
+    parser = argparse.ArgumentParser(prog="manners crawl")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["audit", *(sys.argv[1:] if argv is None else argv)])
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

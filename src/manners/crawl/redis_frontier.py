@@ -1,0 +1,898 @@
+"""The crawl frontier on Redis: one crawl shared by a fleet of workers on many machines.
+
+``RedisFrontier`` speaks the same ``Frontier`` protocol as ``SQLiteFrontier``, with the same
+meaning, so the crawler runs unchanged on either.  What a fleet adds: leases expire on the
+Redis server's clock and any live worker returns a dead one's to the queue (``reclaim``), request
+slots are booked fleet-wide per authority (``book``/``claim``), and workers leave a heartbeat.
+
+Layout (``N`` is the crawl's name; every key starts with it).  An authority belongs to one of
+``SHARDS`` shards (CRC-32 of its name), and all keys of a shard carry the hash tag ``{N:k}``:
+
+- ``N:{N:k}:u:AUTH``  hash, URL -> its record, packed with cmsgpack: state, depth, attempts,
+  redirects, not_before, id, parent, outcome.  The seen-set: every URL of AUTH, in any state.
+- ``N:{N:k}:q:AUTH``  sorted set of AUTH's queued URLs, scored by not_before; each member is the
+  URL behind its id in ten digits, so ties go in the order the URLs were added (as in SQLite).
+- ``N:{N:k}:a:AUTH``  hash: ``seq`` (last id), ``done``, ``turn`` (last leased, server time),
+  ``parked`` (until, the crawler's clock) and ``reason``.
+- ``N:{N:k}:due``     sorted set, AUTH -> when its next URL is ready (its earliest not_before or
+  its park's end); only authorities with something queued.
+- ``N:{N:k}:turn``    sorted set, the same authorities -> when they were last leased.
+- ``N:{N:k}:parked``  sorted set, AUTH -> end of its park.
+- ``N:{N:k}:leases``  sorted set, URL in flight -> lease expiry (server time);
+  ``N:{N:k}:held`` hash, URL in flight -> (token, owner, AUTH).
+- ``N:{N:k}:outbox``  hash, page URL -> JSON of its links bound for other shards, until queued.
+- ``N:{N:k}:counts``  hash: ``queued``, ``in_flight``, ``done`` and ``o:OUTCOME`` (``o:pages``).
+- ``N:{N:k}:auths``   set of the shard's authorities (walked by ``requeue`` only).
+- ``N:{N:k}:slot:AUTH`` and ``N:{N:k}:start:AUTH``: the request slots of ``book`` and ``claim``.
+- ``N:meta``, ``N:hosts`` (certificate fingerprints), ``N:workers`` (heartbeats) and
+  ``N:layout`` (the shard count the crawl was made with): single keys.
+
+Why an authority lives in its shard's slot rather than in a slot of its own: every change is one
+Lua script on one node, and that script updates the shard's indexes (``due``, ``turn``,
+``leases``) and counters in the same atomic step as the URL records.  The fleet-wide indexes
+are then exact, never a hint that a worker dying between two calls could leave stale (an
+authority never leased again, a dead worker's lease never reclaimed), and a fleet-wide question
+(which authorities are ready, which leases expired, the counts) asks ``SHARDS`` keys, with
+neither cross-slot scripts nor KEYS/SCAN.  The price: a crawl's data lives in ``SHARDS`` slots,
+so at most that many cluster nodes share its load (16 is plenty for the 3 to 6 masters a fleet
+uses; ``N:layout`` refuses a crawl made with another count).
+
+A page settles with its links in one step: the settling script marks the URL done and queues
+the links of its own shard (a page's own site, above all) atomically; the links of other shards
+go to the shard's outbox in that same script.  The worker then queues them, one script per
+shard (deduplicated against the seen-sets, so repeating it is harmless), and deletes the entry.
+A worker dying in between leaves the entry, which the next ``reclaim`` of any worker replays; a
+worker that lost the settling's reply and settles again finds the page settled and the entry
+there, and queues the links itself.
+
+Clocks: lease expiries and turns are the server's (``TIME`` inside the scripts), so the workers'
+clocks need not agree for leases; not_before, parks and the ``now`` of ``ready_authorities`` are
+epochs on the crawler's clock, as given (they come from its own time.time()).
+
+Faults: every call has socket deadlines and none is retried (a script whose reply was lost may
+have been applied): a Redis that is down makes calls raise ``FrontierError``, and the crawler
+decides whether to wait.  Each script is safe to repeat: settling a settled URL changes nothing,
+queueing a known URL does nothing, a retry of a URL not in flight does nothing.  Run Redis with
+``appendonly yes`` (and ``appendfsync always`` to survive a power cut, not just a restart).
+
+Memory: one hash field per URL (its record, a dozen bytes plus its parent), its queue entry while
+queued, its lease while in flight; the worker keeps nothing of the URL set in Python.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+import zlib
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    MutableMapping,
+    Sequence,
+)
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from ..cache.redis import BOOK, CLAIM
+from .frontier import DONE, IN_FLIGHT, QUEUED, WORKERS_KEPT, FrontierError, Lease, _retrieved
+from .urls import authority
+
+if TYPE_CHECKING:
+    from .frontier import Frontier
+
+T = TypeVar("T")
+
+SHARDS = 16  # shards of a crawl: part of its layout, kept in N:layout
+_CHUNK = 1000  # URLs queued per script call: a big add_many must not hold Redis for long
+_ALL = "\0all"  # the ordering key of the changes that touch every authority
+
+# Put before each per-shard script.  ARGV[1] is the shard's key prefix ``N:{N:k}:``; every key a
+# script names is built from it, so it hashes to the slot of KEYS[1] (the shard's counts).
+_LIB = """
+local P = ARGV[1]
+local QUEUED, IN_FLIGHT, DONE = 0, 1, 2
+local function key(kind, a) return P .. kind .. ':' .. a end
+-- Scores written exactly: Lua would print a number with 14 digits only.
+local function score(x) return string.format('%.17g', x) end
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function count(field, n)
+  if n ~= 0 then redis.call('HINCRBY', P .. 'counts', field, n) end
+end
+-- A URL's record: {state, depth, attempts, redirects, not_before, id, parent, outcome}.
+local function load(a, url)
+  local packed = redis.call('HGET', key('u', a), url)
+  if not packed then return nil end
+  return {cmsgpack.unpack(packed)}
+end
+local function store(a, url, r)
+  redis.call('HSET', key('u', a), url, cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
+end
+local function enqueue(a, url, r)
+  r[1] = QUEUED
+  store(a, url, r)
+  redis.call('ZADD', key('q', a), score(r[5]), string.format('%010d', r[6]) .. url)
+end
+local function unlease(url)
+  redis.call('ZREM', P .. 'leases', url)
+  redis.call('HDEL', P .. 'held', url)
+end
+-- After a change to an authority's queue or park: when it is next ready, and its turn.
+local function refresh(a)
+  local first = redis.call('ZRANGE', key('q', a), 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('ZREM', P .. 'due', a)
+    redis.call('ZREM', P .. 'turn', a)
+    return
+  end
+  local info = redis.call('HMGET', key('a', a), 'parked', 'turn')
+  redis.call('ZADD', P .. 'due', score(math.max(tonumber(first[2]), tonumber(info[1] or 0))), a)
+  redis.call('ZADD', P .. 'turn', info[2] or 0, a)
+end
+-- Back to the queue from flight, with ``tried`` attempts more (the caller refreshes).
+local function back(a, url, tried)
+  unlease(url)
+  local r = load(a, url)
+  r[3] = r[3] + tried
+  enqueue(a, url, r)
+end
+-- ARGV[i..]: max_queued (-1: none), depth, redirects, has_parent, parent, then authority, url
+-- pairs.  Queues the unknown URLs; one code per URL: 1 new, 0 known, -1 dropped (queue full).
+local function add_urls(i)
+  local cap, depth, redirects = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local parent = ARGV[i + 3] == '1' and ARGV[i + 4]
+  local codes, touched, added = {}, {}, 0
+  for j = i + 5, #ARGV, 2 do
+    local a, url = ARGV[j], ARGV[j + 1]
+    local code = 0
+    if redis.call('HEXISTS', key('u', a), url) == 0 then
+      if cap >= 0 and redis.call('ZCARD', key('q', a)) >= cap then
+        code = -1
+      else
+        local id = redis.call('HINCRBY', key('a', a), 'seq', 1)
+        enqueue(a, url, {QUEUED, depth, 0, redirects, 0, id, parent, false})
+        touched[a] = true
+        code = 1
+        added = added + 1
+      end
+    end
+    codes[#codes + 1] = code
+  end
+  for a in pairs(touched) do
+    redis.call('SADD', P .. 'auths', a)
+    refresh(a)
+  end
+  count('queued', added)
+  return codes
+end
+"""
+
+_ADD = "return add_urls(2)"
+
+# ARGV: prefix, authority, owner, ttl, now (crawler's clock), token.
+_LEASE = """
+local a, now = ARGV[2], tonumber(ARGV[5])
+local due = redis.call('ZSCORE', P .. 'due', a)
+if not due or tonumber(due) > now then return false end
+local first = redis.call('ZRANGEBYSCORE', key('q', a), '-inf', ARGV[5], 'LIMIT', 0, 1)
+if #first == 0 then return false end
+local url = string.sub(first[1], 11)
+redis.call('ZREM', key('q', a), first[1])
+local r = load(a, url)
+r[1] = IN_FLIGHT
+store(a, url, r)
+local t = clock()
+redis.call('HSET', P .. 'held', url, cmsgpack.pack(ARGV[6], ARGV[3], a))
+redis.call('ZADD', P .. 'leases', score(t + tonumber(ARGV[4])), url)
+redis.call('HSET', key('a', a), 'turn', score(t))
+refresh(a)
+count('queued', -1)
+count('in_flight', 1)
+return {url, r[2], r[3], r[7], r[4], ARGV[6]}
+"""
+
+# ARGV: prefix, authority, url, outcome, page (0/1), the JSON of its links for the outbox ('' for
+# none), then add_urls' arguments for the links of this shard.  Returns {queue the outbox's links
+# (1: settled now; 0: settled before, and 1 if its outbox entry waits still), the links' codes}.
+_SETTLE = """
+local a, url = ARGV[2], ARGV[3]
+local r = load(a, url)
+if r and r[1] == DONE then return {redis.call('HEXISTS', P .. 'outbox', url), {}} end
+if r then
+  if r[1] == QUEUED then
+    redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
+    count('queued', -1)
+    refresh(a)
+  else
+    unlease(url)
+    count('in_flight', -1)
+  end
+  r[1] = DONE
+  r[8] = ARGV[4]
+  store(a, url, r)
+  redis.call('HINCRBY', key('a', a), 'done', 1)
+  count('done', 1)
+  count('o:' .. ARGV[4], 1)
+  if ARGV[5] == '1' then count('o:pages', 1) end
+end
+if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
+return {1, add_urls(7)}
+"""
+
+# ARGV: prefix, authority, url, not_before, attempts to add (0/1).
+_RETRY = """
+local a, url = ARGV[2], ARGV[3]
+local r = load(a, url)
+if not r or r[1] ~= IN_FLIGHT then return 0 end
+unlease(url)
+r[3] = r[3] + tonumber(ARGV[5])
+r[5] = tonumber(ARGV[4])
+enqueue(a, url, r)
+refresh(a)
+count('in_flight', -1)
+count('queued', 1)
+return 1
+"""
+
+# ARGV: prefix, owner ('' for none).  Returns the expired leases to the queue with one attempt
+# more, and the owner's others without; how many.
+_RECLAIM = """
+local urls = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', score(clock()))
+local tried = {}
+for _, url in ipairs(urls) do tried[url] = 1 end
+if ARGV[2] ~= '' then
+  for _, url in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
+    local _, owner = cmsgpack.unpack(redis.call('HGET', P .. 'held', url))
+    if not tried[url] and owner == ARGV[2] then
+      urls[#urls + 1] = url
+      tried[url] = 0
+    end
+  end
+end
+local touched = {}
+for _, url in ipairs(urls) do
+  local _, _, a = cmsgpack.unpack(redis.call('HGET', P .. 'held', url))
+  back(a, url, tried[url])
+  touched[a] = true
+end
+for a in pairs(touched) do refresh(a) end
+count('in_flight', -#urls)
+count('queued', #urls)
+return #urls
+"""
+
+# ARGV: prefix, owner, ttl, urls...
+_RENEW = """
+local expiry = score(clock() + tonumber(ARGV[3]))
+for i = 4, #ARGV do
+  local held = redis.call('HGET', P .. 'held', ARGV[i])
+  if held then
+    local _, owner = cmsgpack.unpack(held)
+    if owner == ARGV[2] then redis.call('ZADD', P .. 'leases', 'XX', expiry, ARGV[i]) end
+  end
+end
+"""
+
+# ARGV: prefix, authority, outcome, HSCAN cursor.  Requeues a batch; returns {cursor, how many}.
+_REQUEUE = """
+local a, outcome = ARGV[2], ARGV[3]
+local scan = redis.call('HSCAN', key('u', a), ARGV[4], 'COUNT', 500)
+local n = 0
+for i = 1, #scan[2], 2 do
+  local r = {cmsgpack.unpack(scan[2][i + 1])}
+  if r[1] == DONE and r[8] == outcome then
+    r[3], r[5], r[8] = 0, 0, false
+    enqueue(a, scan[2][i], r)
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', key('a', a), 'done', -n)
+  redis.call('HDEL', key('a', a), 'parked', 'reason')
+  redis.call('ZREM', P .. 'parked', a)
+  refresh(a)
+  count('done', -n)
+  count('queued', n)
+  count('o:' .. outcome, -n)
+end
+return {scan[1], n}
+"""
+
+# ARGV: prefix, authority, until, reason, now.
+_PARK = """
+local a = ARGV[2]
+redis.call('HSET', key('a', a), 'parked', ARGV[3], 'reason', ARGV[4])
+redis.call('ZADD', P .. 'parked', ARGV[3], a)
+redis.call('ZREMRANGEBYSCORE', P .. 'parked', '-inf', ARGV[5])
+redis.call('SADD', P .. 'auths', a)
+refresh(a)
+"""
+
+# ARGV: prefix, now.  Returns authority, until, reason of each park not over.
+_PARKED = """
+local out = {}
+local parked = redis.call('ZRANGEBYSCORE', P .. 'parked', '(' .. ARGV[2], '+inf', 'WITHSCORES')
+for i = 1, #parked, 2 do
+  out[#out + 1] = parked[i]
+  out[#out + 1] = parked[i + 1]
+  out[#out + 1] = redis.call('HGET', key('a', parked[i]), 'reason') or ''
+end
+return out
+"""
+
+# ARGV: prefix, now, want.  The first ``want`` authorities ready at ``now`` in turn order, with
+# their turns: a walk over ``turn`` that skips those not due yet, as SQLite walks its index.
+_READY = """
+local now, want = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out, start, step = {}, 0, want
+while #out < 2 * want do
+  local chunk = redis.call('ZRANGE', P .. 'turn', start, start + step - 1, 'WITHSCORES')
+  if #chunk == 0 then break end
+  for i = 1, #chunk, 2 do
+    local due = redis.call('ZSCORE', P .. 'due', chunk[i])
+    if due and tonumber(due) <= now and #out < 2 * want then
+      out[#out + 1] = chunk[i]
+      out[#out + 1] = chunk[i + 1]
+    end
+  end
+  start, step = start + step, step * 2
+end
+return out
+"""
+
+# ARGV: prefix.  The shard's counters, as HGETALL gives them.
+_COUNTS = "return redis.call('HGETALL', P .. 'counts')"
+# ARGV: prefix.  The shard's outbox, as HGETALL gives it.
+_OUTBOX = "return redis.call('HGETALL', P .. 'outbox')"
+# ARGV: prefix, n.  The first n + 1 authorities due, with when.
+_DUE = "return redis.call('ZRANGE', P .. 'due', 0, ARGV[2], 'WITHSCORES')"
+
+# ARGV: prefix.  The shard's lease expiring first: url, owner, seconds until it expires.
+_OLDEST = """
+local first = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+if #first == 0 then return false end
+local _, owner = cmsgpack.unpack(redis.call('HGET', P .. 'held', first[1]))
+return {first[1], owner, score(tonumber(first[2]) - clock())}
+"""
+
+# KEYS[1] the workers hash; ARGV: worker, info (JSON), seconds a silent worker is kept.
+_HEARTBEAT = """
+local t = redis.call('TIME')
+local stamp = string.format('%d.%06d', t[1], t[2])
+redis.call('HSET', KEYS[1], ARGV[1], '{"last_seen": ' .. stamp .. ', "info": ' .. ARGV[2] .. '}')
+local oldest = tonumber(t[1]) + tonumber(t[2]) / 1000000 - tonumber(ARGV[3])
+local workers = redis.call('HGETALL', KEYS[1])
+for i = 1, #workers, 2 do
+  if cjson.decode(workers[i + 1]).last_seen < oldest then
+    redis.call('HDEL', KEYS[1], workers[i])
+  end
+end
+"""
+
+
+class RedisFrontier:
+    """The ``Frontier`` on Redis or a Redis Cluster (see the module docstring for its layout).
+
+    Changes are asked for when called, as in SQLite: each waits for the changes asked for
+    earlier, through this object, on the authorities it touches (its URL's and its links'), so a
+    page settled and the next lease asked for before either is awaited are applied in that order;
+    changes on other authorities go at once, side by side.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        max_queued: int | None = None,
+        *,
+        timeout: float = 5.0,
+        authority_of: Callable[[str], str] = authority,
+    ) -> None:
+        if not name or "{" in name or "}" in name:
+            raise FrontierError(
+                f"bad crawl name {name!r} for a Redis frontier: it must be non-empty, without braces."
+            )
+        self.name = name
+        self.max_queued = max_queued  # URLs queued for one authority at most; more are dropped
+        self.dropped = 0  # URLs this worker did not queue because their authority's queue was full
+        self._authority_of = authority_of
+        self._prefixes = [f"{name}:{{{name}:{k}}}:" for k in range(SHARDS)]
+        self._last: dict[str, asyncio.Task[Any]] = {}  # per authority: the last change asked for
+        self.location, self._cluster, self._redis, self._sync = _connect(url, timeout)
+        self._check(lambda: self._sync.set(f"{name}:layout", _LAYOUT, nx=True))
+        layout = self._check(lambda: self._sync.get(f"{name}:layout"))
+        if layout != _LAYOUT:
+            raise FrontierError(
+                f"the crawl {name!r} at {self.location} was made with {layout}, not {_LAYOUT}."
+            )
+        script = self._redis.register_script
+        self._book, self._claim, self._heartbeat = script(BOOK), script(CLAIM), script(_HEARTBEAT)
+
+        def shard(body: str) -> Any:
+            return script(_LIB + body)
+
+        self._add_script, self._lease_script, self._settle = shard(_ADD), shard(_LEASE), shard(_SETTLE)
+        self._retry, self._reclaim, self._renew = shard(_RETRY), shard(_RECLAIM), shard(_RENEW)
+        self._requeue, self._park, self._parked = shard(_REQUEUE), shard(_PARK), shard(_PARKED)
+        self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
+        self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
+
+    # -- adding and settling ------------------------------------------------------------------
+
+    def add(self, url: str, depth: int, parent: str | None = None, redirects: int = 0) -> Awaitable[bool]:
+        name = self._authority_of(url)
+        return self._ordered({name}, lambda: self._add([(name, url)], depth, parent, redirects, bool))
+
+    def add_many(
+        self, urls: Iterable[str], depth: int, parent: str | None = None, redirects: int = 0
+    ) -> Awaitable[list[str]]:
+        pairs = [(self._authority_of(url), url) for url in urls]
+        return self._ordered(
+            {name for name, _ in pairs}, lambda: self._add(pairs, depth, parent, redirects, list)
+        )
+
+    def lease(self, authority: str, owner: str, ttl: float) -> Awaitable[Lease | None]:
+        async def take() -> Lease | None:
+            args = (authority, owner, ttl, time.time(), secrets.token_hex(8))
+            got = await self._run(self._lease_script, self._shard(authority), *args)
+            if got is None:
+                return None
+            url, depth, attempts, parent, redirects, token = got
+            return Lease(url, int(depth), int(attempts), parent, int(redirects), token=token)
+
+        return self._ordered({authority}, take)
+
+    def done(
+        self,
+        url: str,
+        outcome: str,
+        links: Iterable[str] = (),
+        *,
+        depth: int = 0,
+        redirects: int = 0,
+        page: bool = False,
+    ) -> Awaitable[int]:
+        """Settle ``url`` and queue its links (see the module docstring: outbox), idempotent.
+
+        Returns how many links were new; 0 when ``url`` was settled already, unless the call
+        settling it lost its reply before queueing all its links: then this one queues them."""
+        name = self._authority_of(url)
+        pairs = [(self._authority_of(link), link) for link in links]
+
+        async def settle() -> int:
+            shard = self._shard(name)
+            here = [pair for pair in pairs if self._shard(pair[0]) == shard]
+            away = [pair for pair in pairs if self._shard(pair[0]) != shard]
+            outbox = {"depth": depth, "redirects": redirects, "parent": url, "links": [u for _, u in away]}
+            pending, codes = await self._run(
+                self._settle, shard, name, url, outcome, int(page), json.dumps(outbox) if away else "",
+                *self._add_args(depth, url, redirects, here),
+            )  # fmt: skip
+            new = self._tally(codes)
+            if pending and away:
+                new += await self._distribute(shard, away, depth, url, redirects)
+            return new
+
+        return self._ordered({name, *(n for n, _ in pairs)}, settle)
+
+    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+        name = self._authority_of(url)
+        args = (name, url, not_before, int(attempt))
+        await self._ordered({name}, lambda: self._run(self._retry, self._shard(name), *args))
+
+    async def requeue(self, outcome: str) -> int:
+        """Walks every authority's URLs in batches (it runs once, at the start of a resumed crawl):
+        each batch is atomic, the whole is not, and a repeat finds what is left."""
+
+        async def shard(k: int) -> int:
+            total = 0
+            async for name in self._authorities(k):
+                cursor = "0"
+                while True:
+                    cursor, n = await self._run(self._requeue, k, name, outcome, cursor)
+                    total += int(n)
+                    if cursor == "0":
+                        break
+            return total
+
+        async def walk() -> int:
+            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
+
+        return await self._ordered({_ALL}, walk)
+
+    # -- leases -------------------------------------------------------------------------------
+
+    async def recover(self, owner: str | None = None) -> int:
+        """``owner``'s leases and every expired one back to the queue, as SQLite's; without an
+        owner, ``reclaim``: the fleet's other workers may be alive, and their leases stay theirs."""
+        return await self._ordered({_ALL}, lambda: self._recover(owner or ""))
+
+    async def reclaim(self) -> int:
+        """Every expired lease back to the queue, with one attempt more (its worker died, or hung
+        past its lease); and the links of pages settled by a worker that died before queueing
+        them.  Any live worker calls it now and then: nothing waits for the dead one."""
+        return await self.recover(None)
+
+    async def renew(self, urls: Collection[str], owner: str, ttl: float) -> None:
+        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (server time)."""
+        by_shard: dict[int, list[str]] = {}
+        for url in urls:
+            by_shard.setdefault(self._shard(self._authority_of(url)), []).append(url)
+        await asyncio.gather(*(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items()))
+
+    async def oldest_lease(self) -> dict[str, object] | None:
+        """The lease expiring first, fleet-wide: ``url``, ``owner`` and ``expires_in`` (seconds,
+        negative when overdue), for a display of stuck workers."""
+        found = [got for got in await self._each_shard(self._oldest) if got is not None]
+        if not found:
+            return None
+        url, owner, left = min(found, key=lambda got: float(got[2]))
+        return {"url": url, "owner": owner, "expires_in": float(left)}
+
+    # -- authorities --------------------------------------------------------------------------
+
+    async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
+        """Least recently leased first (on the server's clock: turns of all the fleet's leases);
+        each shard gives its first ``limit`` (plus its excluded ones), merged here."""
+        if limit <= 0:
+            return []
+        skip = set(exclude)
+        found = await self._each_shard(self._ready, now, last=[limit + n for n in self._per_shard(skip)])
+        turns = sorted((float(t), name) for flat in found for name, t in _pairs(flat))
+        return [name for _, name in turns if name not in skip][:limit]
+
+    async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
+        skip = set(exclude)
+        firsts = await self._each_shard(self._due, last=self._per_shard(skip))
+        due = (float(at) for flat in firsts for name, at in _pairs(flat) if name not in skip)
+        return min(due, default=None)
+
+    async def park(self, authority: str, until: float, reason: str) -> None:
+        args = (authority, until, reason, time.time())
+        await self._ordered({authority}, lambda: self._run(self._park, self._shard(authority), *args))
+
+    async def parked(self) -> dict[str, tuple[float, str]]:
+        found = await self._each_shard(self._parked, time.time())
+        return {
+            name: (float(until), reason)
+            for flat in found
+            for name, until, reason in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
+        }
+
+    async def host_done(self, authority: str) -> int:
+        done = await self._call(self._redis.hget(self._key("a", authority), "done"))
+        return int(done or 0)
+
+    async def book(self, authority: str, spacing: float, wait: float = 0.0) -> float:
+        """The next request slot of ``authority``, fleet-wide: the cache Store's ``book``."""
+        return float(await self._call(self._book(keys=[self._key("slot", authority)], args=[spacing, wait])))
+
+    async def claim(self, authority: str, spacing: float) -> float:
+        """Start a request to ``authority`` now if allowed: the cache Store's ``claim``."""
+        return float(await self._call(self._claim(keys=[self._key("start", authority)], args=[spacing])))
+
+    # -- figures, workers and memory ----------------------------------------------------------
+
+    async def counts(self) -> dict[str, int]:
+        """States under their names; outcomes under theirs (``fetched``, ``disallowed``...).
+
+        Exact, even after crashes: each shard's counters change in the same script as its URLs,
+        and the figures are their sum over the shards (each read atomically, the sum not)."""
+        figures = {QUEUED: 0, IN_FLIGHT: 0, DONE: 0}
+        for flat in await self._each_shard(self._counts):
+            for field, n in _pairs(flat):
+                name = field[2:] if field.startswith("o:") else field
+                figures[name] = figures.get(name, 0) + int(n)
+        return figures
+
+    async def heartbeat(self, worker: str, info: dict[str, object]) -> None:
+        """Record that ``worker`` is alive now, on the server's clock (the workers' need not
+        agree), with ``info`` (JSON-able); forget those silent for ``WORKERS_KEPT`` seconds."""
+        args = [worker, json.dumps(info), WORKERS_KEPT]
+        await self._call(self._heartbeat(keys=[f"{self.name}:workers"], args=args))
+
+    async def workers(self) -> dict[str, dict[str, object]]:
+        beats = await self._call(self._redis.hgetall(f"{self.name}:workers"))
+        seen: dict[str, dict[str, object]] = {}
+        for worker, record in sorted(beats.items()):
+            beat = json.loads(record)
+            seen[worker] = {"last_seen": float(beat["last_seen"]), **beat["info"]}
+        return seen
+
+    async def get_meta(self, key: str) -> str | None:
+        value = await self._call(self._redis.hget(f"{self.name}:meta", key))
+        return None if value is None else str(value)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self._call(self._redis.hset(f"{self.name}:meta", key, value))
+
+    def known_hosts(self) -> MutableMapping[str, str]:
+        return KnownHosts(self)
+
+    async def close(self) -> None:
+        pending = set(self._last.values())
+        if pending:
+            await asyncio.wait(pending)  # what callers were promised is applied first
+        await self._redis.aclose()
+        self._sync.close()
+
+    # -- machinery ----------------------------------------------------------------------------
+
+    def _shard(self, authority: str) -> int:
+        return zlib.crc32(authority.encode("utf-8", "surrogateescape")) % SHARDS
+
+    def _key(self, kind: str, authority: str) -> str:
+        return f"{self._prefixes[self._shard(authority)]}{kind}:{authority}"
+
+    def _per_shard(self, names: Iterable[str]) -> list[int]:
+        """How many of ``names`` each shard holds."""
+        counts = [0] * SHARDS
+        for name in names:
+            counts[self._shard(name)] += 1
+        return counts
+
+    async def _authorities(self, shard: int) -> AsyncIterator[str]:
+        """The authorities of a shard, a batch at a time."""
+        cursor = 0
+        while True:
+            cursor, names = await self._call(
+                self._redis.sscan(self._prefixes[shard] + "auths", cursor, count=500)
+            )
+            for name in names:
+                yield name
+            if int(cursor) == 0:
+                return
+
+    def _ordered(self, names: Collection[str], work: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
+        """Start ``work`` now, once the changes asked for earlier on ``names`` are applied (all
+        earlier ones for ``_ALL``; and a later change waits for an ``_ALL`` one)."""
+        if _ALL in names:
+            before = set(self._last.values())
+        else:
+            before = {self._last[name] for name in (*names, _ALL) if name in self._last}
+
+        async def run() -> T:
+            if before:
+                await asyncio.wait(before)  # their failures are their callers'
+            return await work()
+
+        task = asyncio.ensure_future(run())
+        task.add_done_callback(_retrieved)
+        for name in names:
+            self._last[name] = task
+
+        def forget(_: asyncio.Task[T]) -> None:
+            for name in names:
+                if self._last.get(name) is task:
+                    del self._last[name]
+
+        task.add_done_callback(forget)
+        return task
+
+    async def _add(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        depth: int,
+        parent: str | None,
+        redirects: int,
+        result: Callable[[list[str]], T],
+    ) -> T:
+        codes = await self._queue(pairs, depth, parent, redirects)
+        return result([url for (_, url), code in zip(pairs, codes, strict=True) if code == 1])
+
+    async def _queue(
+        self, pairs: Sequence[tuple[str, str]], depth: int, parent: str | None, redirects: int
+    ) -> list[int]:
+        """Queue the unknown URLs of (authority, url) ``pairs``, one script per shard and chunk
+        (shards side by side); the codes of ``add_urls``, in the order of ``pairs``."""
+        by_shard: dict[int, list[int]] = {}
+        for i, (name, _) in enumerate(pairs):
+            by_shard.setdefault(self._shard(name), []).append(i)
+        codes = [0] * len(pairs)
+
+        async def shard(k: int, indexes: list[int]) -> None:
+            for start in range(0, len(indexes), _CHUNK):
+                part = indexes[start : start + _CHUNK]
+                args = self._add_args(depth, parent, redirects, [pairs[i] for i in part])
+                for i, code in zip(part, await self._run(self._add_script, k, *args), strict=True):
+                    codes[i] = int(code)
+
+        await asyncio.gather(*(shard(k, indexes) for k, indexes in by_shard.items()))
+        self._tally(codes)
+        return codes
+
+    def _add_args(
+        self, depth: int, parent: str | None, redirects: int, pairs: Iterable[tuple[str, str]]
+    ) -> list[object]:
+        cap = -1 if self.max_queued is None else self.max_queued
+        return [
+            cap,
+            depth,
+            redirects,
+            int(parent is not None),
+            parent or "",
+            *(x for pair in pairs for x in pair),
+        ]
+
+    def _tally(self, codes: list[int]) -> int:
+        """How many of ``add_urls``' codes say new; the dropped ones counted in ``dropped``."""
+        self.dropped += codes.count(-1)
+        return codes.count(1)
+
+    async def _distribute(
+        self, shard: int, pairs: Sequence[tuple[str, str]], depth: int, parent: str, redirects: int
+    ) -> int:
+        """Queue the links of ``parent``'s outbox entry, then delete it: how many were new."""
+        codes = await self._queue(pairs, depth, parent, redirects)
+        await self._call(self._redis.hdel(self._prefixes[shard] + "outbox", parent))
+        return codes.count(1)
+
+    async def _recover(self, owner: str) -> int:
+        moved = await self._each_shard(self._reclaim, owner)
+        outboxes = await self._each_shard(self._outbox)
+        replays = []
+        for shard, entries in enumerate(outboxes):
+            for _, body in _pairs(entries):
+                page = json.loads(body)
+                pairs = [(self._authority_of(link), link) for link in page["links"]]
+                replays.append(
+                    self._distribute(shard, pairs, page["depth"], page["parent"], page["redirects"])
+                )
+        await asyncio.gather(*replays)
+        return sum(int(n) for n in moved)
+
+    def _run(self, script: Any, shard: int, *args: object) -> Awaitable[Any]:
+        """Run a per-shard script on shard ``shard``."""
+        prefix = self._prefixes[shard]
+        return self._call(script(keys=[prefix + "counts"], args=[prefix, *args]))
+
+    async def _each_shard(self, script: Any, *args: object, last: Sequence[object] = ()) -> list[Any]:
+        """Run a per-shard script on every shard (shard k gets ``last[k]`` after ``args``): in one
+        pipeline on a single Redis, side by side on a cluster, whose pipelines take no scripts.
+        (A call costs the asyncio client some 0.2 ms of CPU: 16 of them would cost 3.)"""
+        tails = [[last[k]] if last else [] for k in range(SHARDS)]
+        if self._cluster:
+            calls = (self._run(script, k, *args, *tail) for k, tail in enumerate(tails))
+            return list(await asyncio.gather(*calls))
+        pipe = self._redis.pipeline(transaction=False)
+        for prefix, tail in zip(self._prefixes, tails, strict=True):
+            await script(keys=[prefix + "counts"], args=[prefix, *args, *tail], client=pipe)  # queued
+        return list(await self._call(pipe.execute()))
+
+    async def _call(self, pending: Awaitable[T]) -> T:
+        with _failures(self.location):
+            return await pending
+
+    def _check(self, call: Callable[[], T]) -> T:
+        """A call on the blocking client."""
+        with _failures(self.location):
+            return call()
+
+
+def _pairs(flat: Sequence[T]) -> Iterator[tuple[T, T]]:
+    """[a, 1, b, 2] as (a, 1), (b, 2): a flat reply of pairs."""
+    return zip(flat[::2], flat[1::2], strict=True)
+
+
+@contextmanager
+def _failures(where: str) -> Iterator[None]:
+    """Redis failures as ``FrontierError``, in one sentence (a down server, a failed script)."""
+    import redis.exceptions
+
+    try:
+        yield
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise FrontierError(f"the Redis frontier at {where} is unreachable: {exc}") from None
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+        raise FrontierError(f"the Redis frontier at {where} failed: {exc}") from None
+
+
+_LAYOUT = f"shards={SHARDS}"
+
+
+class KnownHosts(MutableMapping[str, str]):
+    """Certificate fingerprints in the crawl's ``N:hosts`` hash, written through at once.
+
+    Synchronous, as the Gemini client consults it mid-handshake: a blocking client does it, one
+    round trip per write and per host first asked for (then remembered: it is asked for on every
+    request)."""
+
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+        self._key = f"{frontier.name}:hosts"
+        self._read: dict[str, str] = {}
+
+    def __getitem__(self, host: str) -> str:
+        if host not in self._read:
+            fingerprint = self._frontier._check(lambda: self._frontier._sync.hget(self._key, host))
+            if fingerprint is None:
+                raise KeyError(host)
+            self._read[host] = str(fingerprint)
+        return self._read[host]
+
+    def __setitem__(self, host: str, fingerprint: str) -> None:
+        self._frontier._check(lambda: self._frontier._sync.hset(self._key, host, fingerprint))
+        self._read[host] = fingerprint
+
+    def __delitem__(self, host: str) -> None:
+        if not self._frontier._check(lambda: self._frontier._sync.hdel(self._key, host)):
+            raise KeyError(host)
+        self._read.pop(host, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._frontier._check(lambda: self._frontier._sync.hkeys(self._key))))
+
+    def __len__(self) -> int:
+        return int(self._frontier._check(lambda: self._frontier._sync.hlen(self._key)))
+
+
+def _connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
+    """(where, for messages; a cluster?; an asyncio client; a blocking client) for ``url``, after
+    a PING.
+
+    Socket deadlines on every call and no retries: a script whose reply was lost may have been
+    applied, so whether to call again is the caller's choice.  ``where`` has no password."""
+    try:
+        import redis
+        import redis.asyncio
+        import redis.asyncio.cluster
+        import redis.asyncio.retry
+        import redis.backoff
+        import redis.cluster
+        import redis.retry
+    except ImportError:
+        raise FrontierError("a Redis frontier needs redis-py: pip install 'manners[redis]'.") from None
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "redis-cluster", "rediss-cluster") or not parts.hostname:
+        raise FrontierError(
+            "bad Redis frontier URL: use redis://host:port/db, rediss://... or redis-cluster://host:port."
+        )
+    try:
+        where = f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}"  # the password left out
+    except ValueError:
+        raise FrontierError(f"bad Redis frontier URL for {parts.hostname}: its port is no number.") from None
+    cluster = parts.scheme.endswith("-cluster")
+    if cluster and parts.path.strip("/") not in ("", "0"):
+        raise FrontierError(f"bad Redis frontier URL {where}: a Redis Cluster has database 0 only.")
+    plain = parts._replace(scheme=parts.scheme.removesuffix("-cluster")).geturl()
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "decode_responses": True,
+        "encoding_errors": "surrogateescape",  # URLs that were not UTF-8 keep their bytes
+    }
+    aio_client: Any = redis.asyncio.cluster.RedisCluster if cluster else redis.asyncio.Redis
+    sync_client: Any = redis.cluster.RedisCluster if cluster else redis.Redis
+    # A cluster client that met a few MOVED replies (even a fresh one, before it knows the slots)
+    # closes every connection, the ones other calls are using included: it follows each one instead.
+    moved: dict[str, Any] = {"reinitialize_steps": 0} if cluster else {}
+    never = redis.backoff.NoBackoff()
+    try:
+        aio = aio_client.from_url(plain, retry=redis.asyncio.retry.Retry(never, 0), **moved, **options)
+        with _failures(where):
+            sync = sync_client.from_url(plain, retry=redis.retry.Retry(never, 0), **options)
+            sync.ping()  # a cluster client has found the cluster's nodes by now
+    except ValueError as exc:
+        raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
+    return where, cluster, aio, sync
+
+
+def open_redis_frontier(url: str, name: str, max_queued: int | None = None) -> RedisFrontier:
+    """The frontier of the crawl ``name`` on the Redis at ``url``: ``redis://host:port/db``,
+    ``rediss://...`` (TLS) or ``redis-cluster://host:port`` (a Redis Cluster, named by any of its
+    nodes; ``rediss-cluster://`` with TLS).  Raises FrontierError when it cannot be used."""
+    return RedisFrontier(url, name, max_queued)
+
+
+if TYPE_CHECKING:
+    _conforms: type[Frontier] = RedisFrontier  # mypy checks the protocol is met

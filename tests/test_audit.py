@@ -1,0 +1,455 @@
+"""``manners crawl audit``: a crawl's manners proved from its workers' ledgers and pages files.
+
+Most tests write the files as two or three workers would (a ledger line flushed before each
+request, a pages record after each answer) with one fault planted, and check that the audit
+names it, and only it.  The last runs a real single-process crawl over gophernicus, pygopherd
+and jetforce, SIGKILLs it mid-crawl and resumes it, and holds the audit against what the
+servers saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from manners.crawl import urls
+from manners.crawl.audit import TOLERANCE, Report, add_parser, as_json, audit, render_text, run
+from manners.vocabulary import timestamp
+from test_cli_json import RFC3339, SHAPES, conforms
+
+T0 = 1_764_115_200.0  # 2025-11-26T00:00:00Z
+HOST = "gemini://capsule.example"
+HOLE = "gopher://hole.example"
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+class Worker:
+    """Writes a worker's files in ``out`` as the crawler does: ``requests-ID.jsonl`` and, unless
+    ``shared`` (a single-process crawl's ``pages.jsonl``, records without a worker key),
+    ``pages-ID.jsonl``."""
+
+    def __init__(self, out: Path, name: str, shared: bool = False) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.ledger = out / f"requests-{name}.jsonl"
+        self.pages = out / ("pages.jsonl" if shared else f"pages-{name}.jsonl")
+        self.shared = shared
+        self.ledger.touch()
+        self.pages.touch()
+
+    def request(self, t: float, url: str, kind: str = "page", spacing: float | None = 1.0,
+                not_before: float | None = None) -> None:  # fmt: skip
+        wait = None if not_before is None else T0 + not_before
+        line = {"at": timestamp(T0 + t), "t": T0 + t, "authority": urls.authority(url), "url": url,
+                "kind": kind, "worker": self.name, "lease": "token" if kind == "page" else None,
+                "spacing": spacing, "not_before": wait}  # fmt: skip
+        with self.ledger.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def settle(self, t: float, url: str, outcome: str = "fetched", status: int | None = 20,
+               **extra: Any) -> None:  # fmt: skip
+        record = {"url": url, "outcome": outcome, "status": status, "mime": "text/gemini", "title": None,
+                  "bytes": 0, "sha256": None, "depth": 0, "links": [], "fetched_at": timestamp(T0 + t),
+                  **extra}  # fmt: skip
+        if not self.shared:
+            record["worker"] = self.name
+        with self.pages.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def fetch(self, t: float, url: str, took: float = 0.1, **extra: Any) -> None:
+        """A page requested at ``t`` and settled ``took`` seconds later."""
+        self.request(t, url, **extra)
+        self.settle(t + took, url)
+
+
+def polite_crawl(out: Path, start: float = 0.0, names: tuple[str, ...] = ("w1", "w2", "w3")) -> None:
+    """Three workers crawling two hosts together, every request a second after the host's last."""
+    workers = [Worker(out, f"{out.name}-{n}") for n in names]
+    for host in (HOST, HOLE):
+        workers[0].request(start, f"{host}/robots.txt", kind="robots")
+        if host == HOLE:
+            workers[1 % len(workers)].request(start + 1, f"{HOLE}/0caps.txt", kind="caps")
+        for i in range(5):
+            t = start + (2 if host == HOLE else 1) + i * 1.0
+            workers[i % len(workers)].fetch(t, f"{host}/{'1' if host == HOLE else ''}page{i}")
+
+
+def audited(*dirs: Path, json_out: bool = False) -> tuple[int, str, str]:
+    """``manners crawl audit DIR...`` through the parser ``add_parser`` makes: (status, stdout, stderr)."""
+    parser = argparse.ArgumentParser(prog="manners crawl")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["audit", *map(str, dirs), *(["--json"] if json_out else [])])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_clean_crawl_by_three_workers_passes(tmp_path: Path) -> None:
+    polite_crawl(tmp_path / "crawl")
+    code, out, err = audited(tmp_path / "crawl")
+    assert (code, err) == (0, ""), out
+    assert "VIOLATION" not in out and out.strip().endswith(
+        "no violation (0 URLs asked more than once, 0 of them allowed)"
+    )
+    report = audit([tmp_path / "crawl"])
+    assert report.requests == 13 and len(report.workers) == 3 and report.violations == 0
+    gemini = next(h for h in report.hosts if h.authority == "gemini://capsule.example:1965")
+    assert (gemini.requests, gemini.workers, gemini.required_gap, gemini.ok) == (6, 3, 1.0, True)
+    assert gemini.smallest_gap == pytest.approx(1.0)
+
+
+def test_two_crawls_of_one_host_at_once_each_polite_alone_are_caught_together(tmp_path: Path) -> None:
+    """The issue's planted fault: each crawl keeps 1 s between its requests, and the two together
+    hit the same host every 0.5 s.  Neither DIR alone shows it; the two audited together do."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    polite_crawl(a, start=0.0, names=("w1",))
+    polite_crawl(b, start=0.5, names=("w1",))
+    assert audited(a)[0] == 0 and audited(b)[0] == 0
+    code, out, _ = audited(a, b)
+    assert code == 1
+    report = audit([a, b])
+    assert report.dirs == (str(a), str(b)) and len(report.workers) == 2
+    for host in report.hosts:
+        assert not host.ok and host.smallest_gap == pytest.approx(0.5) and host.required_gap == 1.0
+    close = [c for c in report.too_close if c.authority == "gemini://capsule.example:1965"]
+    assert len(close) == 11  # every request but the first came 0.5 s after the other crawl's
+    assert {(c.earlier.worker, c.later.worker) for c in close if c.earlier} == {
+        ("a-w1", "b-w1"),
+        ("b-w1", "a-w1"),
+    }
+    assert all(c.gap == pytest.approx(0.5) and c.required == 1.0 for c in close)
+    assert out.startswith("VIOLATION too close: gemini://capsule.example/robots.txt by worker b-w1")
+    assert "0.500 s after gemini://capsule.example/robots.txt by worker a-w1" in out.splitlines()[0]
+    # the two crawls fetched the same pages, which is no crawl's manners either
+    assert {d.url for d in report.duplicates if d.violation} == {f"{HOST}/page{i}" for i in range(5)} | {
+        f"{HOLE}/1page{i}" for i in range(5)
+    }
+
+
+def test_a_gap_within_the_tolerance_passes_and_one_past_it_does_not(tmp_path: Path) -> None:
+    w = Worker(tmp_path / "crawl", "w1")
+    w.request(0, f"{HOST}/robots.txt", kind="robots", spacing=None)  # the first: nothing said
+    w.fetch(2.0 - TOLERANCE / 2, f"{HOST}/a", spacing=2.0)  # Crawl-delay 2, a little clock jitter
+    assert audited(tmp_path / "crawl")[0] == 0
+    w.fetch(4.0 - TOLERANCE * 2, f"{HOST}/b", spacing=2.0)
+    report = audit([tmp_path / "crawl"])
+    assert [c.later.url for c in report.too_close] == [f"{HOST}/b"]
+    assert report.too_close[0].why() == "a spacing of 2 s was in force"
+
+
+def test_a_slow_down_asked_is_kept(tmp_path: Path) -> None:
+    """A 44's wait, from the ledger's not_before and from a 44 page in a pages file."""
+    w1, w2 = Worker(tmp_path / "crawl", "w1"), Worker(tmp_path / "crawl", "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.request(1, f"{HOST}/a")  # answered 44 30: nothing before 31
+    w2.fetch(31, f"{HOST}/a", not_before=31)
+    w1.request(32, f"{HOST}/b")  # answered 44 with no number: 10 s at least
+    w1.settle(32.1, f"{HOST}/b", outcome="error", status=44, reason="44 (still, after 3 attempts)")
+    w2.fetch(42.2, f"{HOST}/c")
+    w2.request(43.2, f"{HOST}/d")  # answered 44 5
+    w2.settle(43.3, f"{HOST}/d", outcome="error", status=44, reason="44 5 (still, after 3 attempts)")
+    assert audited(tmp_path / "crawl")[0] == 0
+
+    w1.fetch(47, f"{HOST}/e")  # 3.7 s after a 44 asked for 5
+    w2.fetch(50, f"{HOST}/f", not_before=60)  # the crawler itself said it was early
+    report = audit([tmp_path / "crawl"])
+    assert [(c.later.url, c.not_before) for c in report.too_close] == [
+        (f"{HOST}/e", pytest.approx(T0 + 48.3)),
+        (f"{HOST}/f", T0 + 60),
+    ]
+    assert report.too_close[0].required == pytest.approx(48.3 - 43.2)
+    assert report.too_close[0].why() == f"a 44 asked for nothing before {timestamp(T0 + 48.3)}"
+
+
+def test_a_url_in_flight_at_a_workers_death_is_named_so(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.fetch(1, f"{HOST}/a")
+    w1.request(2, f"{HOST}/b")  # SIGKILLed here: no answer, nothing more from w1
+    w2.fetch(130, f"{HOST}/b")  # its lease expired: w2 takes it
+    w2.request(131, f"{HOST}/c")  # 44 5: retried by the same worker, no answer settled between
+    w2.fetch(136, f"{HOST}/c")
+    code, text, _ = audited(out)
+    assert code == 0, text
+    report = audit([out])
+    b, c = report.duplicates
+    assert (b.url, b.in_flight_at_death, b.violation) == (f"{HOST}/b", True, False)
+    assert b.why() == "in flight at the death of worker w1"
+    assert (c.url, c.in_flight_at_death, c.violation) == (f"{HOST}/c", False, False)
+    said = f"requested again (no violation): {HOST}/b (2 times): in flight at the death of worker w1"
+    assert said in text.splitlines()
+
+
+def test_a_single_process_crawl_killed_and_resumed(tmp_path: Path) -> None:
+    """One DIR, one pages.jsonl with no worker key: the resumed run is another worker."""
+    out = tmp_path / "crawl"
+    first, second = Worker(out, "host-100-aaaa", shared=True), Worker(out, "host-200-bbbb", shared=True)
+    first.request(0, f"{HOST}/robots.txt", kind="robots")
+    first.fetch(1, f"{HOST}/a")
+    first.request(2, f"{HOST}/b")  # killed in flight
+    second.request(60, f"{HOST}/robots.txt", kind="robots")
+    second.fetch(61, f"{HOST}/b")
+    report = audit([out])
+    assert [(d.url, d.in_flight_at_death, d.violation) for d in report.duplicates] == [
+        (f"{HOST}/b", True, False)
+    ]
+    assert report.violations == 0
+
+
+def test_a_url_fetched_twice_is_a_violation(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.fetch(1, f"{HOST}/a")
+    w2.fetch(2, f"{HOST}/a")  # settled already, fetched again
+    code, text, _ = audited(out)
+    assert code == 1
+    (dup,) = audit([out]).duplicates
+    assert (dup.in_flight_at_death, dup.violation) == (False, True)
+    assert dup.why() == "fetched twice: worker w1 settled it (fetched) and worker w2 asked again"
+    assert text.startswith("VIOLATION requested again: gemini://capsule.example/a (2 times): fetched twice")
+
+
+def test_a_disallowed_url_that_was_requested_is_flagged(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.settle(0.5, f"{HOST}/private/x", outcome="disallowed", status=None, line=2, rule="Disallow: /private",
+              robots=f"{HOST}/robots.txt", reason="the longest matching rule ...")  # fmt: skip
+    evil = f"{HOST}/private/\x1b]0;owned\x07"  # a server's text: never raw on the terminal
+    w1.settle(0.6, evil, outcome="disallowed", status=None)
+    w2.fetch(1, f"{HOST}/private/x")
+    w2.fetch(2, evil)
+    w2.fetch(3, f"{HOST}/public")
+    code, text, _ = audited(out)
+    assert code == 1
+    report = audit([out])
+    assert [(d.request.url, d.request.worker, d.record.rule) for d in report.disallowed_requested] == [
+        (f"{HOST}/private/x", "w2", "Disallow: /private"),
+        (evil, "w2", None),
+    ]
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;owned\\x07" in text
+    assert text.splitlines()[0] == (
+        f"VIOLATION disallowed yet requested: {HOST}/private/x by worker w2 at {timestamp(T0 + 1)},"
+        f" settled as disallowed (Disallow: /private, {HOST}/robots.txt)"
+    )
+
+
+def test_a_page_before_robots_txt_is_flagged(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w2.fetch(0, f"{HOST}/early")  # w2 did not wait for robots.txt
+    w1.request(1, f"{HOST}/robots.txt", kind="robots")
+    w1.fetch(2, f"{HOST}/a")
+    w1.fetch(0.5, f"{HOLE}/1", kind="page")  # robots.txt never asked of the hole
+    w1.fetch(1.5, f"{HOLE}/1b", kind="page")
+    code, text, _ = audited(out)
+    assert code == 1
+    late = {r.authority: r for r in audit([out]).robots_first_violations}
+    assert set(late) == {"gemini://capsule.example:1965", "gopher://hole.example:70"}
+    capsule, hole = late["gemini://capsule.example:1965"], late["gopher://hole.example:70"]
+    assert (capsule.first.url, capsule.first.worker, capsule.pages_before, capsule.robots_at) == (
+        f"{HOST}/early", "w2", 1, T0 + 1)  # fmt: skip
+    assert (hole.first.url, hole.pages_before, hole.robots_at) == (f"{HOLE}/1", 2, None)
+    assert "robots.txt never asked" in text
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    """A worker killed mid-write leaves half a line at the end of its files: no error."""
+    out = tmp_path / "crawl"
+    polite_crawl(out)
+    ledger, pages = sorted(out.glob("requests-*.jsonl"))[0], sorted(out.glob("pages-*.jsonl"))[0]
+    torn = (
+        f"{ledger}:{len(ledger.read_bytes().splitlines()) + 1}",
+        f"{pages}:{len(pages.read_bytes().splitlines()) + 1}",
+    )
+    with ledger.open("a") as f:
+        f.write('{"at": "2025-11-26T00:01:00.000Z", "t": 17641152')
+    with pages.open("a") as f:
+        f.write('{"url": "gemini://capsule.example/x", "outc')
+    code, text, err = audited(out)
+    assert (code, err) == (0, ""), text
+    report = audit([out])
+    assert report.requests == 13
+    assert report.torn_lines == torn
+    assert f"skipped a torn last line (a crash mid-write): {torn[0]}" in text.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("not json\n", "requests-DIR-w1.jsonl:3 is no JSON line (Expecting value): the file is damaged"),
+        ("[1, 2]\n", "requests-DIR-w1.jsonl:3 is no JSON object: the file is damaged"),
+        ('{"t": "soon"}\n', "requests-DIR-w1.jsonl:3: 't' is not a number: the file is damaged"),
+        ('{"t": 1.5}\n', "requests-DIR-w1.jsonl:3: 'authority' is missing: the file is damaged"),
+    ],
+)
+def test_a_malformed_line_in_the_middle_is_one_sentence_and_exit_2(tmp_path: Path, damage: str,
+                                                                   said: str) -> None:  # fmt: skip
+    out = tmp_path / "DIR"
+    polite_crawl(out, names=("w1",))
+    ledger = out / "requests-DIR-w1.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join(lines[:2]) + damage + "".join(lines[2:]))
+    code, text, err = audited(out)
+    assert (code, text) == (2, "")
+    assert err == f"manners crawl audit: {out}/{said}\n"
+
+
+def test_usage_errors_are_one_sentence(tmp_path: Path) -> None:
+    code, _, err = audited(tmp_path / "nowhere")
+    assert (code, err) == (
+        2,
+        f"manners crawl audit: {tmp_path}/nowhere is no directory: name a crawl's --out\n",
+    )
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "pages.jsonl").write_text("")
+    code, _, err = audited(tmp_path / "old")
+    assert code == 2 and err.count("\n") == 1 and "holds no ledger (requests-*.jsonl)" in err
+    polite_crawl(tmp_path / "crawl")
+    (tmp_path / "crawl" / "pages-crawl-w2.jsonl").write_text('{"url": "x"}\n{"url": "y"}\n')
+    code, _, err = audited(tmp_path / "crawl")
+    assert err == (f"manners crawl audit: {tmp_path}/crawl/pages-crawl-w2.jsonl:1: 'fetched_at' is missing:"
+                   " the file is damaged\n")  # fmt: skip
+
+
+def test_json_is_the_documented_shape(tmp_path: Path) -> None:
+    """Every key the README's ``json: manners crawl audit`` block names, of its type: timestamps
+    RFC 3339 with Z, counts integers; with one violation of each kind planted."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    polite_crawl(a, names=("w1",))
+    polite_crawl(b, start=0.5, names=("w1",))
+    w = Worker(a, "w9")
+    w.fetch(20, f"{HOST}/page0")
+    w.settle(20.5, f"{HOST}/private", outcome="disallowed", status=None, rule="Disallow: /private",
+             line=1, robots=f"{HOST}/robots.txt")  # fmt: skip
+    w.fetch(22, f"{HOST}/private")
+    w.fetch(23, "gemini://other.example/x", not_before=30)
+    w.request(24, f"{HOST}/died")
+    Worker(b, "w8").fetch(200, f"{HOST}/died")
+    code, text, _ = audited(a, b, json_out=True)
+    assert code == 1
+    data = json.loads(text)
+    assert conforms(data, SHAPES["manners crawl audit"]) == []
+    assert data["violations"] == audit([a, b]).violations and isinstance(data["violations"], int)
+    assert data["dirs"] == [str(a), str(b)] and data["tolerance"] == TOLERANCE
+    for key in ("too_close", "duplicates", "disallowed_requested", "robots_first_violations"):
+        assert data[key], key
+    (first,) = [c for c in data["too_close"] if c["earlier"] is None]
+    assert first["later"]["url"] == "gemini://other.example/x" and RFC3339.match(first["not_before"])
+    died = next(d for d in data["duplicates"] if d["url"] == f"{HOST}/died")
+    assert died == {"url": f"{HOST}/died", "times": 2, "at": [timestamp(T0 + 24), timestamp(T0 + 200)],
+                    "workers": ["w9", "w8"], "in_flight_at_death": True, "violation": False,
+                    "why": "in flight at the death of worker w9"}  # fmt: skip
+    assert all(RFC3339.match(w["first"]) and RFC3339.match(w["last"]) for w in data["workers"])
+    assert re.search(r'\n  "hosts": \[\n    \{"authority": ', text)  # a host a line, as every --json
+
+
+def test_as_json_and_render_text_of_an_empty_crawl(tmp_path: Path) -> None:
+    Worker(tmp_path / "crawl", "w1")  # started, sent nothing
+    report = audit([tmp_path / "crawl"])
+    assert report == Report((str(tmp_path / "crawl"),), (), 0, (), (), (), (), (), ())
+    assert as_json(report)["violations"] == 0
+    assert render_text(report) == (
+        "0 requests by 0 workers in 1 directory to 0 hosts: no violation"
+        " (0 URLs asked more than once, 0 of them allowed)"
+    )
+
+
+def test_python_m_entry(tmp_path: Path) -> None:
+    polite_crawl(tmp_path / "a", names=("w1",))
+    polite_crawl(tmp_path / "b", start=0.5, names=("w1",))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    for dirs, code in (([tmp_path / "a"], 0), ([tmp_path / "a", tmp_path / "b"], 1), ([tmp_path / "c"], 2)):
+        p = subprocess.run([sys.executable, "-m", "manners.crawl.audit", *map(str, dirs), "--json"],
+                           capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        assert p.returncode == code, p.stderr
+        if code < 2:
+            assert json.loads(p.stdout)["violations"] == audit(dirs).violations
+
+
+# -- a real crawl -----------------------------------------------------------------------------------
+
+
+def test_a_real_crawl_killed_and_resumed_audits_as_the_servers_saw_it(tmp_path: Path) -> None:
+    """``manners crawl`` over gophernicus, pygopherd and jetforce (each behind a logging proxy),
+    SIGKILLed mid-crawl and resumed: the audit passes, counts the requests each server received,
+    and names as requested twice exactly the URLs the servers received twice."""
+    import smallnet_site as sn
+
+    with sn.running(tmp_path / "site") as site:
+        gophernicus, pygopherd = site.site.gophernicus_url, site.site.pygopherd_url
+        seeds = [site.site.gemini_url, gophernicus, pygopherd]
+        out = tmp_path / "out"
+        cmd = [sys.executable, "-m", "manners", "crawl", *seeds, "--agent", "testbot", "--role", "archiver",
+               "--out", str(out), "--min-delay", "0.2", "--cache", f"sqlite://{tmp_path}/robots.db",
+               "--timeout", "10", "--no-warc"]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _settled(out, 25):
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        assert list(out.glob("requests*.jsonl")), "manners crawl keeps no ledger (requests-WORKER.jsonl) yet"
+        second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+        assert second.returncode == 0, second.stderr
+
+        code, text, err = audited(out)
+        assert (code, err) == (0, ""), text
+        report = audit([out])
+        assert len(report.workers) == 2  # the killed run and the resume
+        received = {
+            sn.authority(gophernicus): len(site.gophernicus.snapshot()),
+            sn.authority(pygopherd): len(site.pygopherd.snapshot()),
+            sn.authority(site.site.gemini_url): len(site.gemini.snapshot()),
+        }
+        assert {h.authority: h.requests for h in report.hosts} == received  # every request on record
+        assert all(
+            h.ok and h.smallest_gap is not None and h.smallest_gap >= 0.2 - TOLERANCE for h in report.hosts
+        )
+
+        # what the servers received twice: Gopher request lines at the proxies, Gemini URLs in
+        # jetforce's log; robots.txt and caps.txt are no pages
+        received_twice: Counter[tuple[str, str]] = Counter()
+        for proxy, seed in ((site.gophernicus, gophernicus), (site.pygopherd, pygopherd)):
+            received_twice.update(
+                (sn.authority(seed), c.request.decode()) for c in proxy.snapshot() if c.request
+            )
+        received_twice.update((sn.authority(url), url) for url in site.jetforce.urls())
+        said = {_request_line(d.url): len(d.requests) for d in report.duplicates}
+        assert said == {
+            k: n for k, n in received_twice.items() if n > 1 and not k[1].endswith(("robots.txt", "caps.txt"))
+        }
+        # each repeat explained: the capsule's "44 5" page asked again, or in flight at the kill
+        # (if a request was: the kill may fall between two)
+        slow = site.site.expect(seeds, sn.ARCHIVER, "testbot").slow_down
+        assert all(d.url in slow or d.in_flight_at_death for d in report.duplicates), text
+        assert all(d.in_flight_at_death for d in report.duplicates if d.url not in slow), text
+
+
+def _request_line(url: str) -> tuple[str, str]:
+    """A URL as its server received it: (authority, Gopher selector or Gemini URL)."""
+    import smallnet_site as sn
+
+    return sn.authority(url), sn.gopher_selector(url) if url.startswith("gopher:") else url
+
+
+def _settled(out: Path, n: int) -> bool:
+    """``n`` pages settled, in ``pages.jsonl`` or a worker's ``pages-WORKER.jsonl``."""
+    return sum(len(p.read_bytes().splitlines()) for p in out.glob("pages*.jsonl")) >= n
