@@ -216,7 +216,7 @@ def test_the_ledger_is_written_before_each_request_and_names_the_worker(tmp_path
 
     # the frontier's own slots paced the crawl: every authority has a row, the robot's store none
     db = sqlite3.connect(out / "frontier.sqlite3")
-    assert {a for (a,) in db.execute("SELECT authority FROM pacing")} == set(connections)
+    assert {a for (a,) in db.execute("SELECT key FROM slots")} == set(connections)
     cache = sqlite3.connect(tmp_path / "robots.db")
     assert cache.execute("SELECT count(*) FROM slots").fetchone() == (0,)
 

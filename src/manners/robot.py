@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 
 from .agents import require_token
-from .cache import Store, open_store
+from .cache import Store, open_store, take_slot
 from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, policy_of
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
@@ -156,15 +156,8 @@ class Robot:
         e = known.entry
         not_before = e.fetched_at + e.retry_after if e.outcome == "retry" and e.retry_after else 0.0
         spacing = self._spacing(key, known.robots)  # a Request-rate's window may have opened
-        # the store answers in seconds from now, on its own clock (Redis: the server's)
-        slot = time.monotonic() + await self.store.book(key, spacing, not_before - time.time())
-        while True:
-            while (left := slot - time.monotonic()) > 0:
-                await asyncio.sleep(left)
-            late = await self.store.claim(key, spacing)
-            if late <= 0:
-                return time.monotonic() - start
-            slot = time.monotonic() + late  # the worker before us woke late: keep the spacing after it
+        await take_slot(self.store, key, spacing, not_before - time.time())
+        return time.monotonic() - start
 
     def delay(self, url: str) -> float:
         """Seconds between requests to ``url``'s authority (``min_delay`` until its robots.txt is read)."""

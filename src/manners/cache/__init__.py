@@ -7,7 +7,10 @@ must make ``acquire`` and ``book`` atomic across everyone sharing it.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -18,7 +21,44 @@ class CacheError(Exception):
     """The shared cache cannot be used (for example, its Redis server is down)."""
 
 
-class Store(Protocol):
+class Slots(Protocol):
+    """What keeps request slots: a ``Store``, a crawl's ``Frontier`` (see ``Store`` for the two)."""
+
+    def book(self, key: str, spacing: float, wait: float = 0.0) -> Awaitable[float]: ...
+
+    def claim(self, key: str, spacing: float) -> Awaitable[float]: ...
+
+
+async def take_slot(
+    slots: Slots,
+    key: str,
+    spacing: float,
+    wait: float = 0.0,
+    *,
+    told: Callable[[], Awaitable[float]] | None = None,
+) -> None:
+    """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
+    before woke late): the one way a request waits for its turn, whoever shares the slots.
+
+    ``wait``: seconds from now before which no slot may start (a Retry-After, a 44).  ``told``:
+    asked when the slot comes, the seconds the host has asked for since, if any (a 44 another
+    worker met); a slot after them is booked instead.  Only the seconds ``slots`` answers are
+    slept, on this process's monotonic clock: no two clocks are compared."""
+    slot = time.monotonic() + await slots.book(key, spacing, max(wait, 0.0))
+    while True:
+        while (left := slot - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+        more = await told() if told is not None else 0.0
+        if more > 0:
+            slot = time.monotonic() + await slots.book(key, spacing, more)
+            continue
+        late = await slots.claim(key, spacing)
+        if late <= 0:
+            return
+        slot = time.monotonic() + late
+
+
+class Store(Slots, Protocol):
     location: str
 
     async def get(self, key: str) -> Entry | None: ...

@@ -22,12 +22,18 @@ from .entry import Entry
 
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data BLOB NOT NULL, keep_until REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS locks (key TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL);
+# Request slots (``book_slot``, ``claim_slot``): the cache's, and a SQLite crawl frontier's.
+SLOTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS slots (key TEXT PRIMARY KEY, next_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS starts (key TEXT PRIMARY KEY, at REAL NOT NULL);
 """
+_SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data BLOB NOT NULL, keep_until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS locks (key TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL);
+"""
+    + SLOTS_SCHEMA
+)
 
 
 class SQLiteStore:
@@ -80,26 +86,10 @@ class SQLiteStore:
         )
 
     async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
-        def take(db: sqlite3.Connection) -> float:
-            now = time.time()
-            row = db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
-            slot = max(now, now + wait, row[0] if row else 0.0)
-            db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
-            return slot - now
-
-        return await self._write(take)
+        return await self._write(lambda db: book_slot(db, key, spacing, wait))
 
     async def claim(self, key: str, spacing: float) -> float:
-        def take(db: sqlite3.Connection) -> float:
-            now = time.time()
-            row = db.execute("SELECT at FROM starts WHERE key = ?", (key,)).fetchone()
-            left = (row[0] if row else 0.0) + spacing - now
-            if left > 0:
-                return left
-            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (key, now))
-            return 0.0
-
-        return await self._write(take)
+        return await self._write(lambda db: claim_slot(db, key, spacing))
 
     async def close(self) -> None:
         self._db.close()
@@ -110,6 +100,26 @@ class SQLiteStore:
         for pause in begin_immediate(self._db, self._busy_timeout, what, CacheError):
             await asyncio.sleep(pause)
         return run_transaction(self._db, work, what, CacheError)
+
+
+def book_slot(db: sqlite3.Connection, key: str, spacing: float, wait: float) -> float:
+    """``Store.book`` in a transaction of ``db`` (``SLOTS_SCHEMA``): seconds from now to the slot."""
+    now = time.time()
+    row = db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
+    slot = max(now, now + wait, row[0] if row else 0.0)
+    db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
+    return float(slot - now)
+
+
+def claim_slot(db: sqlite3.Connection, key: str, spacing: float) -> float:
+    """``Store.claim`` in a transaction of ``db``: 0 when claimed, else the seconds left."""
+    now = time.time()
+    row = db.execute("SELECT at FROM starts WHERE key = ?", (key,)).fetchone()
+    left = (row[0] if row else 0.0) + spacing - now
+    if left > 0:
+        return float(left)
+    db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (key, now))
+    return 0.0
 
 
 def connect(path: Path, busy_timeout: float, schema: str) -> sqlite3.Connection:

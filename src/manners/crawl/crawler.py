@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from .. import __version__
 from ..agents import require_token
+from ..cache import take_slot
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..fetch.address import POLICY, AddressPolicy, Network
@@ -70,6 +71,7 @@ WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+CANCEL_AGAIN = 0.2  # seconds a task may take to end once cancelled before it is cancelled again
 PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 
@@ -556,9 +558,7 @@ class Crawler:
                 else:
                     await self._drain(active, None)
             finally:  # the leases are renewed until the last fetch has ended
-                for task in upkeep:
-                    task.cancel()
-                await asyncio.gather(*upkeep, return_exceptions=True)
+                await _cancelled(*upkeep)
             await self._refresh_counts()
             if self._queue.empty():
                 self._queue.put_nowait(None)
@@ -610,10 +610,7 @@ class Crawler:
         if not tasks:
             return
         _, pending = await asyncio.wait(tasks, timeout=grace)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
+        await _cancelled(*pending)
         await self.frontier.recover(self.owner)  # the cancelled ones' leases: queued again
 
     def _limit_reached(self) -> bool:
@@ -750,34 +747,12 @@ class Crawler:
             until = max(until, slowed)
             return slowed - time.time()
 
-        await self._pace(auth, spacing, until - time.time(), told if self.shared else None)
+        await take_slot(self.frontier, auth, spacing, until - time.time(), told=told if self.shared else None)
         if until <= 0 or self._honoured.get(auth) == until:
             return None
         self._honoured[auth] = until
         self._asked.pop(auth, None)
         return until
-
-    async def _pace(
-        self, auth: str, spacing: float, wait: float = 0.0, told: Callable[[], Awaitable[float]] | None = None
-    ) -> None:
-        """Book a request slot of ``auth`` on the frontier, sleep until it, and claim it (claiming
-        again if the worker before woke late), as ``Robot.wait`` does on its store: the slots are
-        the crawl's, so a fleet keeps one host's spacing together whatever cache each worker has.
-        ``told``: asked when the slot comes, the seconds the host has asked for since (a 44), if
-        any, before a slot after them is booked instead.  The claim is the last call before the
-        request leaves: the time between the two is the one thing the spacing cannot see."""
-        slot = time.monotonic() + await self.frontier.book(auth, spacing, max(wait, 0.0))
-        while True:
-            while (left := slot - time.monotonic()) > 0:
-                await asyncio.sleep(left)
-            more = await told() if told is not None else 0.0
-            if more > 0:
-                slot = time.monotonic() + await self.frontier.book(auth, spacing, more)
-                continue
-            late = await self.frontier.claim(auth, spacing)
-            if late <= 0:
-                return
-            slot = time.monotonic() + late
 
     @contextlib.asynccontextmanager
     async def _holding(self, auth: str, spacing: float) -> AsyncIterator[None]:
@@ -1162,10 +1137,20 @@ def check_seed(seed: str) -> str:
         raise ValueError(f"{seed!r} is no usable URL: {exc}") from None
 
 
-async def _cancelled(task: asyncio.Task[None]) -> None:
-    """``task`` cancelled, and over."""
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+async def _cancelled(*tasks: asyncio.Task[None]) -> None:
+    """``tasks`` cancelled, and over.
+
+    Cancelled again while one goes on: a cancellation can be lost in a library's await (redis-py's
+    cluster client has been seen to finish a command and return its reply to a cancelled caller),
+    and a task that lost it would run on, here a host held forever by a worker waiting for it."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # retrieved: what a cancelled task raised on its way out is no news
 
 
 def _item_type(url: str) -> str | None:

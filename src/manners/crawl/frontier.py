@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from ..cache.sqlite import begin_immediate, connect, run_transaction
+from ..cache.sqlite import SLOTS_SCHEMA, begin_immediate, book_slot, claim_slot, connect, run_transaction
 from .urls import authority
 
 T = TypeVar("T")
@@ -244,9 +244,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS fingerprints (
     host TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, first_seen REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS pacing (
-    authority TEXT PRIMARY KEY, next_at REAL NOT NULL DEFAULT 0, started_at REAL NOT NULL DEFAULT 0
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS workers (
     worker TEXT PRIMARY KEY, last_seen REAL NOT NULL, info TEXT NOT NULL
 ) WITHOUT ROWID;
@@ -279,7 +276,7 @@ class SQLiteFrontier:
         self._pending: list[_Change] = []
         self._committer: asyncio.Task[None] | None = None
         try:
-            self._db = connect(path, busy_timeout, _SCHEMA)
+            self._db = connect(path, busy_timeout, _SCHEMA + SLOTS_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise FrontierError(f"cannot open the frontier {path}: {exc}") from None
 
@@ -480,34 +477,10 @@ class SQLiteFrontier:
     # the WAL, where a rowid table with a text key would write its table and its key's index.
 
     def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
-        def take(db: sqlite3.Connection) -> float:
-            now = time.time()
-            row = db.execute("SELECT next_at FROM pacing WHERE authority = ?", (authority,)).fetchone()
-            slot = max(now, now + wait, row[0] if row else 0.0)
-            db.execute(
-                "INSERT INTO pacing (authority, next_at) VALUES (?, ?)"
-                " ON CONFLICT (authority) DO UPDATE SET next_at = excluded.next_at",
-                (authority, slot + spacing),
-            )
-            return slot - now
-
-        return self._write(take)
+        return self._write(lambda db: book_slot(db, authority, spacing, wait))
 
     def claim(self, authority: str, spacing: float) -> Awaitable[float]:
-        def take(db: sqlite3.Connection) -> float:
-            now = time.time()
-            row = db.execute("SELECT started_at FROM pacing WHERE authority = ?", (authority,)).fetchone()
-            left = (row[0] if row else 0.0) + spacing - now
-            if left > 0:
-                return float(left)
-            db.execute(
-                "INSERT INTO pacing (authority, started_at) VALUES (?, ?)"
-                " ON CONFLICT (authority) DO UPDATE SET started_at = excluded.started_at",
-                (authority, now),
-            )
-            return 0.0
-
-        return self._write(take)
+        return self._write(lambda db: claim_slot(db, authority, spacing))
 
     # -- workers --------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from ..cache import CacheError, Store
+from ..cache import CacheError, Store, take_slot
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +55,16 @@ class FleetPacing:
         unreachable; no request may then leave, since it could not be paced.
         """
         start = time.monotonic()
-        ahead = await self._retry(lambda: self.store.book(key, spacing))
-        slot = time.monotonic() + ahead  # seconds from the server's now: no clock is compared
-        while True:
-            while (left := slot - time.monotonic()) > 0:
-                await asyncio.sleep(left)
-            late = await self._retry(lambda: self.store.claim(key, spacing))
-            if late <= 0:
-                return time.monotonic() - start
-            slot = time.monotonic() + late  # the request before ours left late: keep the spacing after it
+        await take_slot(self, key, spacing)
+        return time.monotonic() - start
+
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
+        """The store's ``book``, retried through an outage (see the class)."""
+        return await self._retry(lambda: self.store.book(key, spacing, wait))
+
+    async def claim(self, key: str, spacing: float) -> float:
+        """The store's ``claim``, retried through an outage."""
+        return await self._retry(lambda: self.store.claim(key, spacing))
 
     async def _retry(self, call: Callable[[], Awaitable[float]]) -> float:
         pause = FIRST_PAUSE
