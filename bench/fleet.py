@@ -101,8 +101,14 @@ async def frontier_ops(spec: str, work: Path, ops: int) -> float:
         await frontier.close()
 
 
-async def memory_per_url(redis_url: str, n: int, settled: int = 20_000) -> tuple[float, float]:
-    """Bytes of Redis memory per queued URL (``n`` of them), and per settled URL (a sample)."""
+def rss() -> int:
+    """This process's resident memory now, in bytes (Linux)."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def memory_per_url(redis_url: str, n: int, settled: int = 20_000) -> tuple[float, float, list[int]]:
+    """Bytes of Redis memory per queued URL (``n`` of them), and per settled URL (a sample); and
+    this process's RSS (a worker's frontier client) at a tenth of the URLs, all, and settled."""
     import redis.asyncio
 
     client = redis.asyncio.from_url(redis_url)
@@ -112,13 +118,17 @@ async def memory_per_url(redis_url: str, n: int, settled: int = 20_000) -> tuple
     hosts = 1000
     try:
         batch: list[str] = []
+        sizes = []
         for i in range(n):
+            if i == n // 10:
+                sizes.append(rss())
             batch.append(f"gemini://host{i % hosts}.example:1965/section/{i // hosts}/page.gmi")
             if len(batch) == 10_000:
                 await frontier.add_many(batch, 1)
                 batch = []
         if batch:
             await frontier.add_many(batch, 1)
+        sizes.append(rss())
         queued = (used(await client.info("memory")) - before) / n
         mid = used(await client.info("memory"))
         done = 0
@@ -129,7 +139,8 @@ async def memory_per_url(redis_url: str, n: int, settled: int = 20_000) -> tuple
                     await frontier.done(lease.url, "fetched", page=True)
                     done += 1
         after = used(await client.info("memory"))
-        return queued, queued + (after - mid) / done
+        sizes.append(rss())
+        return queued, queued + (after - mid) / done, sizes
     finally:
         await frontier.close()
         await client.aclose()
@@ -145,9 +156,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.memory:
         with servers.redis_server() as port:
-            queued, settled = asyncio.run(memory_per_url(f"redis://127.0.0.1:{port}/0", args.memory))
+            queued, settled, sizes = asyncio.run(memory_per_url(f"redis://127.0.0.1:{port}/0", args.memory))
         print(f"Redis memory per URL, {args.memory:,} URLs over 1,000 hosts: {queued:.0f} bytes queued, "
               f"{settled:.0f} bytes settled")  # fmt: skip
+        tenth, whole, after = (f"{size / 2**20:.1f} MiB" for size in sizes)
+        print(f"this process (a worker's frontier client), RSS: {tenth} at {args.memory // 10:,} URLs, "
+              f"{whole} at {args.memory:,}, {after} after settling")  # fmt: skip
         return
     print(f"{os.cpu_count()} cores; {args.hosts} hosts x {args.pages} pages, 1 s delay, "
           f"--concurrency {args.concurrency} per worker")  # fmt: skip

@@ -1,4 +1,5 @@
-"""The crawl's storage: frontier states and leases, WARC files, pages.jsonl, and kills mid-write."""
+"""The crawl's storage: the SQLite frontier's own (leases at a start, a resume, speed, kills
+mid-write; what every frontier does is in test_frontier_redis.py), WARC files and pages.jsonl."""
 
 from __future__ import annotations
 
@@ -45,70 +46,6 @@ def test_authority_is_scheme_host_and_explicit_port() -> None:
     assert authority("gemini://[::1]/") == "gemini://[::1]:1965"
 
 
-def test_each_url_is_stored_once_whatever_its_state(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        assert await f.add("gemini://a.example/", 0)
-        assert not await f.add("gemini://a.example/", 3, parent="gemini://a.example/x")
-        assert await f.add_many(
-            ["gemini://a.example/", "gemini://a.example/1", "gemini://a.example/1"], 1
-        ) == ["gemini://a.example/1"]
-        lease = await f.lease(A, "me", 60)
-        assert lease == Lease("gemini://a.example/", 0, 0, None, 0)  # the first depth and parent stay
-        await f.done(lease.url, "fetched")
-        assert not await f.add("gemini://a.example/", 0)
-        assert await f.counts() == {"queued": 1, "in_flight": 0, "done": 1, "fetched": 1}
-
-    run(test, tmp_path)
-
-
-def test_states_move_queued_in_flight_done_and_retry_waits(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        await f.add_many(["gemini://a.example/1", "gemini://a.example/2"], 2, parent="gemini://a.example/")
-        first = await f.lease(A, "me", 60)
-        assert first == Lease("gemini://a.example/1", 2, 0, "gemini://a.example/", 0)
-        assert (await f.counts())["in_flight"] == 1
-        later = time.time() + 30
-        await f.retry(first.url, later)
-        second = await f.lease(A, "me", 60)
-        assert second is not None and second.url == "gemini://a.example/2"  # the retry waits its turn
-        await f.done(second.url, "error")
-        assert await f.lease(A, "me", 60) is None
-        assert await f.ready_authorities(time.time(), (), 10) == []
-        assert await f.ready_authorities(later, (), 10) == [A]
-        assert await f.next_ready_at() == pytest.approx(later)
-        await f.retry("gemini://a.example/2", 0)  # settled: a late retry changes nothing
-        assert await f.counts() == {"queued": 1, "in_flight": 0, "done": 1, "error": 1}
-        assert await f.host_done(A) == 1
-
-    run(test, tmp_path)
-
-
-def test_a_retried_url_comes_back_with_one_more_attempt(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        await f.add("gemini://a.example/", 0)
-        for attempts in range(3):
-            lease = await f.lease(A, "me", 60)
-            assert lease is not None and lease.attempts == attempts
-            await f.retry(lease.url, 0)
-
-    run(test, tmp_path)
-
-
-def test_links_are_queued_with_the_page_settled(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        await f.add("gemini://a.example/", 0)
-        lease = await f.lease(A, "me", 60)
-        assert lease is not None
-        await f.done(lease.url, "redirect", ["gemini://b.example/"], depth=0, redirects=1)
-        await f.done(
-            "gemini://b.example/", "skipped", ["gemini://b.example/x", "gemini://a.example/"], depth=1
-        )
-        assert await f.counts() == {"queued": 1, "in_flight": 0, "done": 2, "redirect": 1, "skipped": 1}
-        assert await f.lease(B, "me", 60) == Lease("gemini://b.example/x", 1, 0, "gemini://b.example/", 0)
-
-    run(test, tmp_path)
-
-
 def test_leases_expire_for_others_and_recover_at_start(tmp_path: Path) -> None:
     async def test(f: SQLiteFrontier) -> None:
         await f.add_many([f"gemini://a.example/{i}" for i in range(4)], 0)
@@ -153,43 +90,6 @@ def test_a_reopened_frontier_resumes_where_it_stopped(tmp_path: Path) -> None:
 
     run(first, tmp_path)
     run(second, tmp_path / "frontier.sqlite3")
-
-
-def test_a_parked_authority_leases_nothing_until_its_time(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        await f.add_many(["gemini://a.example/", "gemini://b.example/"], 0)
-        until = time.time() + 0.3
-        await f.park(A, until, "Crawl-delay 600 s > --max-delay 60 s")
-        assert await f.parked() == {A: (until, "Crawl-delay 600 s > --max-delay 60 s")}
-        assert await f.ready_authorities(time.time(), (), 10) == [B]
-        assert await f.lease(A, "me", 60) is None
-        assert await f.next_ready_at([B]) == pytest.approx(until)
-        assert await f.ready_authorities(until, (), 10) == [A, B]
-        await asyncio.sleep(0.3)
-        assert await f.parked() == {}
-        assert await f.lease(A, "me", 60) is not None
-
-    run(test, tmp_path)
-
-
-def test_ready_authorities_take_turns_and_skip_busy_ones(tmp_path: Path) -> None:
-    async def test(f: SQLiteFrontier) -> None:
-        for name in ("a", "b", "c"):
-            await f.add_many([f"gemini://{name}.example/{i}" for i in range(3)], 0)
-        assert set(await f.ready_authorities(time.time(), (), 10)) == {A, B, "gemini://c.example:1965"}
-        assert len(await f.ready_authorities(time.time(), (), 2)) == 2
-        assert A not in await f.ready_authorities(time.time(), [A], 10)
-        order = []
-        while ready := await f.ready_authorities(time.time(), (), 1):
-            lease = await f.lease(ready[0], "me", 60)
-            assert lease is not None
-            order.append(ready[0])
-            await f.done(lease.url, "fetched")
-        assert len(order) == 9 and len(set(order[:3])) == 3
-        assert [set(order[i : i + 3]) for i in (0, 3, 6)] == [set(order[:3])] * 3  # round robin
-        assert await f.next_ready_at() is None
-
-    run(test, tmp_path)
 
 
 def test_ready_authorities_stay_fast_with_many_urls_and_hosts(tmp_path: Path) -> None:

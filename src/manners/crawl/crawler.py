@@ -1140,17 +1140,24 @@ def check_seed(seed: str) -> str:
 async def _cancelled(*tasks: asyncio.Task[None]) -> None:
     """``tasks`` cancelled, and over.
 
-    Cancelled again while one goes on: a cancellation can be lost in a library's await (redis-py's
-    cluster client has been seen to finish a command and return its reply to a cancelled caller),
-    and a task that lost it would run on, here a host held forever by a worker waiting for it."""
+    Cancelled again while one goes on: a cancellation can be lost in a library's await (redis-py
+    sometimes finishes a command and returns its reply to a caller cancelled meanwhile), and a
+    task that lost it runs on: here a host holder, holding a host for the whole fleet.  Cancelled
+    itself meanwhile, it still sees them over before it says so."""
     pending = {task for task in tasks if not task.done()}
+    interrupted = False
     while pending:
         for task in pending:
             task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
+        try:
+            _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN)
+        except asyncio.CancelledError:
+            interrupted = True
     for task in tasks:
         if not task.cancelled():
             task.exception()  # retrieved: what a cancelled task raised on its way out is no news
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 def _item_type(url: str) -> str | None:
