@@ -166,13 +166,22 @@ def warc_responses(*dirs: Path) -> Counter[str]:
     return found
 
 
+def client_of(frontier: str) -> Any:
+    if frontier.startswith("redis-cluster://"):
+        return redis.RedisCluster.from_url(frontier.replace("redis-cluster://", "redis://"))
+    return redis.Redis.from_url(frontier)
+
+
 def identity_kept(frontier: str, name: str) -> Callable[[], bool]:
     """Whether the crawl ``name`` exists: its first worker has set it up and queued its seeds."""
-    if frontier.startswith("redis-cluster://"):
-        client: Any = redis.RedisCluster.from_url(frontier.replace("redis-cluster://", "redis://"))
-    else:
-        client = redis.Redis.from_url(frontier)
+    client = client_of(frontier)
     return lambda: client.hget(f"{name}:meta", "seeds") is not None
+
+
+def at_work(frontier: str, name: str, workers: int) -> Callable[[], bool]:
+    """Whether ``workers`` workers of the crawl have sent their first heartbeat (are crawling)."""
+    client = client_of(frontier)
+    return lambda: client.hlen(f"{name}:workers") >= workers
 
 
 @contextmanager
@@ -331,6 +340,7 @@ def test_redis_stopped_for_ten_seconds_and_restarted_loses_nothing(tmp_path: Pat
             procs = [start(worker(seeds, frontier, name, dirs[0], tmp_path / "robots.db"), logs[0])]
             wait_for(identity_kept(frontier, name), what="the first worker's crawl")
             procs.append(start(worker(seeds, frontier, name, dirs[1], tmp_path / "robots.db"), logs[1]))
+            wait_for(at_work(frontier, name, 2), what="both workers at work")
             wait_for(lambda: settled(*dirs) >= 15, what="15 pages")
         before = settled(*dirs)
         time.sleep(10)
