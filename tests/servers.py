@@ -423,11 +423,14 @@ http {{
 
 
 @contextmanager
-def gophernicus(root: Path, advertised_port: int | None = None) -> Iterator[int]:
+def gophernicus(root: Path, advertised_port: int | None = None, options: Sequence[str] = ()) -> Iterator[int]:
     """gophernicus (inetd-style) behind ``socat ... fork``, serving ``root``. Yields the port.
 
     It converts LF to CRLF in text files and adds no final ``.`` line. Its menus name
     ``advertised_port`` (default: the port it listens on), e.g. a logging proxy's.
+    ``options``: more of its command-line flags, such as ``-nh`` (no menu header), ``-na`` (no
+    generated caps.txt) or ``-D TEXT`` (ServerDescription); socat splits on spaces, so none may
+    hold one.
     """
     socat = _executable("socat")
     exe = _executable("gophernicus")
@@ -438,6 +441,10 @@ def gophernicus(root: Path, advertised_port: int | None = None) -> Iterator[int]
         port = free_port()
         # -nm: no machine-wide shared memory, so no hit throttling carried between runs
         inner = f"{exe} -h {HOST} -p {advertised_port or port} -r {root_text} -nr -ns -nm"
+        for option in options:
+            if not option or any(c in ",:!'\"\\" or c.isspace() or not c.isprintable() for c in option):
+                raise ValueError(f"gophernicus option {option!r} cannot be passed on through socat")
+            inner += " " + option
         # nofork: each connection's child becomes gophernicus on the socket itself.  Relayed through
         # a pipe instead, socat drops the reply of a gophernicus that exits with an error status
         # (a missing selector) about one time in fifteen.

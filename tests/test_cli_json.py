@@ -155,7 +155,8 @@ def down_url() -> str:
 
 def test_the_readme_documents_every_output() -> None:
     assert {"manners check", "manners explain", "manners lint", "manners fetch", "pages.jsonl",
-            "manners crawl"} <= set(SHAPES)  # fmt: skip
+            "manners crawl", "manners crawl status", "manners crawl audit", "manners site",
+            "manners diff", "manners serve"} <= set(SHAPES)  # fmt: skip
     assert SHAPES["manners check"]["robots[].status"] == ({"integer", "null"}, False)
     assert SHAPES["pages.jsonl"]["fetched_at"] == ({"timestamp"}, False)
 

@@ -937,7 +937,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"manners {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     raw = argparse.RawDescriptionHelpFormatter
-    from .crawl.command import _positive as positive  # crawl's --max-bytes: the same name, the same check
+    from .options import positive, positive_seconds  # the same checks as crawl's
 
     def common(p: argparse.ArgumentParser, robot: bool = True) -> None:
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -961,7 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
             default=os.environ.get("MANNERS_CACHE", "sqlite"),
             help="where fetched robots.txt files are kept: memory, sqlite (default), sqlite:///FILE or redis://...",
         )
-        p.add_argument("--timeout", type=float, default=30.0, help="seconds a fetch may take (default: 30)")
+        p.add_argument(
+            "--timeout", type=positive_seconds, default=30.0, help="seconds a fetch may take (default: 30)"
+        )
         p.add_argument(
             "--max-bytes",
             type=positive,
@@ -1053,9 +1055,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_fetch)
 
+    from .admin.command import add_parsers as add_admin
     from .crawl.command import add_parser as add_crawl
 
     add_crawl(sub)
+    add_admin(sub, common)
     return parser
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
+from ..options import count, positive, positive_seconds, seconds
 from .crawler import LEASE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
@@ -117,50 +118,48 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--name", metavar="CRAWL", help="the crawl's name on a Redis frontier (which holds many)")
     p.add_argument(
         "--lease",
-        type=_positive_seconds,
+        type=positive_seconds,
         metavar="S",
         help="seconds a lease lasts; renewed while its fetch runs, so only a dead worker's expire"
         " (default: 120)",
     )
     p.add_argument(
         "--max-pages",
-        type=_count,
+        type=count,
         metavar="N",
         help="stop once N pages have been requested, over the whole crawl"
         " (robots.txt and caps.txt are not counted)",
     )
-    p.add_argument(
-        "--max-depth", type=_count, metavar="N", help="links followed at most N deep (a seed is 0)"
-    )
-    p.add_argument("--max-per-host", type=_count, metavar="N", help="at most N URLs settled per host")
+    p.add_argument("--max-depth", type=count, metavar="N", help="links followed at most N deep (a seed is 0)")
+    p.add_argument("--max-per-host", type=count, metavar="N", help="at most N URLs settled per host")
     p.add_argument(
         "--max-links",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="links taken from one page, at most (default: 10000; the rest are counted)",
     )
     p.add_argument(
         "--max-queued-per-host",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="URLs queued for one host, at most (default: 100000)",
     )
     p.add_argument(
-        "--max-bytes", type=_positive, metavar="N", help="bytes kept of a response (default: 5 MiB)"
+        "--max-bytes", type=positive, metavar="N", help="bytes kept of a response (default: 5 MiB)"
     )
     p.add_argument(
         "--min-delay",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="seconds between two requests to one host, at least (default: 1)",
     )
     p.add_argument(
         "--max-delay",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="a host asking for a longer wait is parked, not waited for (default: 300)",
     )
-    p.add_argument("--concurrency", type=_positive, metavar="N", help="hosts at once (default: 16)")
+    p.add_argument("--concurrency", type=positive, metavar="N", help="hosts at once (default: 16)")
     p.add_argument(
         "--scope",
         choices=("seeds", "any"),
@@ -182,20 +181,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="seconds a request may take in all (default: 30)",
     )
     p.add_argument(
         "--robots-backoff",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="an unreachable robots.txt is tried again after S seconds, then twice as long each time"
         " (default: 60)",
     )
     p.add_argument(
         "--robots-attempts",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="reads of an unreachable robots.txt before its host's URLs are settled as errors (default: 4)",
     )
@@ -204,40 +203,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_crawl)
     return p
-
-
-def _positive(text: str) -> int:
-    n = _count(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
-    return n
-
-
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return n
-
-
-def _positive_seconds(text: str) -> float:
-    n = _seconds(text)
-    if not n > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return n
-
-
-def _seconds(text: str) -> float:
-    try:
-        n = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not n >= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds")
-    return n
 
 
 def cmd_crawl(args: argparse.Namespace, out: Any) -> int:

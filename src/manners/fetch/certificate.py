@@ -3,7 +3,8 @@
 Gemini servers present self-signed certificates (trust on first use), so the TLS context does not
 verify them and ``getpeercert()`` returns ``{}``: only ``getpeercert(binary_form=True)`` is left.
 :func:`read_certificate` reads the few fields a crawl records from those bytes: the validity
-period, the subject's CN(s) and the subjectAltName dNSName and iPAddress entries.
+period, the subject's CN(s), the subjectAltName dNSName and iPAddress entries, and the issuer's
+CN(s) with whether the certificate is self-signed (``manners site`` reports it).
 
 The DER reader is small and iterative (no recursion), checks every length against the bytes it
 was given and raises nothing but ValueError on garbage; :func:`read_certificate` turns that into
@@ -29,6 +30,8 @@ _SEQUENCE, _SET, _OID, _OCTETS = 0x30, 0x31, 0x06, 0x04
 _UTC_TIME, _GENERALIZED_TIME = 0x17, 0x18
 _CN = bytes.fromhex("550403")  # 2.5.4.3
 _SAN = bytes.fromhex("551d11")  # 2.5.29.17
+_SKI = bytes.fromhex("551d0e")  # 2.5.29.14 subjectKeyIdentifier
+_AKI = bytes.fromhex("551d23")  # 2.5.29.35 authorityKeyIdentifier
 _DNS_NAME, _IP_ADDRESS = 0x82, 0x87  # GeneralName [2] IA5String, [7] OCTET STRING (implicit)
 _STRINGS = {  # DirectoryString and friends: tag -> codec
     0x0C: "utf-8", 0x12: "ascii", 0x13: "ascii", 0x14: "latin-1", 0x16: "ascii",
@@ -49,6 +52,12 @@ class Certificate:
     addresses: tuple[str, ...] = ()  # the iPAddress entries among ``names``
     alt_names: bool = False  # ``names`` come from a subjectAltName with entries (the CN is not used)
     problem: str | None = None  # why the DER could not be read (then no times and no names)
+    issuer: tuple[str, ...] = ()  # the issuer's CN(s)
+    # Issued by its own subject: the issuer name is the subject name, byte for byte, and the
+    # authority key identifier, when both it and the subject key identifier are there, is the
+    # subject's.  The signature is not checked (nothing here is trusted), so a CA that issued a
+    # certificate under its own name and key would pass for it: no CA does.
+    self_signed: bool = False
 
     def names_host(self, host: str) -> bool:
         """Does the certificate name ``host`` (RFC 6125)?
@@ -91,10 +100,11 @@ def read_certificate(der: bytes) -> Certificate:
     sha256 = hashlib.sha256(der).hexdigest()
     pem = ssl.DER_cert_to_PEM_cert(der)
     try:
-        not_before, not_after, names, addresses, alt_names = _read(der)
+        read = _read(der)
     except ValueError as e:
         return Certificate(sha256, None, None, (), pem, problem=str(e) or type(e).__name__)
-    return Certificate(sha256, not_before, not_after, names, pem, addresses, alt_names)
+    return Certificate(sha256, read.not_before, read.not_after, read.names, pem, read.addresses,
+                       read.alt_names, issuer=read.issuer, self_signed=read.self_signed)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------- DER reader
@@ -134,7 +144,18 @@ def _expect(element: tuple[int, int, int], tag: int, what: str) -> tuple[int, in
     return element[1], element[2]
 
 
-def _read(der: bytes) -> tuple[float, float, tuple[str, ...], tuple[str, ...], bool]:
+@dataclass(frozen=True)
+class _Read:
+    not_before: float
+    not_after: float
+    names: tuple[str, ...]
+    addresses: tuple[str, ...]
+    alt_names: bool
+    issuer: tuple[str, ...]
+    self_signed: bool
+
+
+def _read(der: bytes) -> _Read:
     start, end = _expect(_tlv(der, 0, len(der)), _SEQUENCE, "Certificate")
     if end != len(der):
         raise ValueError(f"{len(der) - end} bytes after the certificate")
@@ -151,9 +172,15 @@ def _read(der: bytes) -> tuple[float, float, tuple[str, ...], tuple[str, ...], b
         raise ValueError(f"validity of {len(validity)} times")
     not_before, not_after = (_time(der, *t) for t in validity)
     common = _common_names(der, tbs[4][1], tbs[4][2])
+    try:  # read for the record only: an issuer name not read leaves the rest as it was
+        issuer = _common_names(der, tbs[2][1], tbs[2][2])
+    except ValueError:
+        issuer = ()
+    same_name = der[tbs[2][1] : tbs[2][2]] == der[tbs[4][1] : tbs[4][2]]
     dns: list[str] = []
     addresses: list[str] = []
     alt_names = False
+    key_ids: dict[bytes, bytes | None] = {}
     for tag, first, stop in tbs[6:]:
         if tag in (0x81, 0x82, 0xA1, 0xA2):  # issuerUniqueID, subjectUniqueID
             continue
@@ -179,9 +206,33 @@ def _read(der: bytes) -> tuple[float, float, tuple[str, ...], tuple[str, ...], b
                         if e - s not in (4, 16):
                             raise ValueError(f"iPAddress of {e - s} bytes")
                         addresses.append(str(ipaddress.ip_address(der[s:e])))
+            elif oid in (_SKI, _AKI):
+                key_ids[oid] = _key_id(der, oid, *value)
+    ski, aki = key_ids.get(_SKI), key_ids.get(_AKI)
+    self_signed = same_name and (ski is None or aki is None or ski == aki)
     if alt_names:
-        return not_before, not_after, (*dns, *addresses), tuple(addresses), True
-    return not_before, not_after, common, (), False
+        names, found = (*dns, *addresses), tuple(addresses)
+    else:
+        names, found = common, ()
+    return _Read(not_before, not_after, names, found, alt_names, issuer, self_signed)
+
+
+def _key_id(der: bytes, oid: bytes, start: int, end: int) -> bytes | None:
+    """The key identifier a subjectKeyIdentifier (an OCTET STRING) or an authorityKeyIdentifier
+    (a SEQUENCE whose [0] is the keyIdentifier) holds; None when it holds none, or is not read:
+    these only refine ``self_signed``, and a certificate is never refused for them."""
+    try:
+        tag, first, stop = _tlv(der, start, end)
+        if oid == _SKI:
+            return der[first:stop] if tag == _OCTETS else None
+        if tag != _SEQUENCE:
+            return None
+        for kind, s, e in _items(der, first, stop):
+            if kind == 0x80:  # [0] IMPLICIT KeyIdentifier
+                return der[s:e]
+    except ValueError:
+        pass
+    return None
 
 
 def _common_names(der: bytes, start: int, end: int) -> tuple[str, ...]:

@@ -1,4 +1,9 @@
-"""HTTP(S) through httpx: redirects followed by hand so each hop is counted and kept."""
+"""HTTP(S) through httpx: redirects followed by hand so each hop is counted and kept.
+
+``client``, ``read_capped`` and ``network_error`` are public because ``manners site`` asks
+for robots.txt with them too: its audit must ask as a robot asks, and name a failure as a
+robot's fetch names it.
+"""
 
 from __future__ import annotations
 
@@ -24,19 +29,16 @@ async def fetch(
     """``before``: awaited with each URL just before it is requested (redirects included)."""
     import httpx  # only robots that fetch over HTTP need it
 
-    timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
-    headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
     current, redirects = url, tuple[str, ...]()
-    client = httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=_tls())
-    async with client:
+    async with client(deadlines, user_agent) as http:
         while True:
             if before is not None:
                 await before(current)
             try:
-                async with client.stream("GET", current) as response:
+                async with http.stream("GET", current) as response:
                     target = http_redirect(response.status_code, response.headers, current)
                     if target is None:
-                        body = await _read(response, max_bytes + 1)
+                        body = await read_capped(response, max_bytes + 1)
                         return http_result(
                             url,
                             current,
@@ -47,21 +49,33 @@ async def fetch(
                             redirects=redirects,
                         )
             except httpx.HTTPError as exc:
-                err = _network_error(exc, current)
+                err = network_error(exc, current)
                 return unreachable(url, err.name, err.why, current, redirects=redirects)
             if len(redirects) == MAX_REDIRECTS:
                 return too_many_redirects(url, response.status_code, redirects)
             current, redirects = target, (*redirects, target)
 
 
+def client(deadlines: Deadlines, user_agent: str) -> httpx.AsyncClient:
+    """A client that asks as a robot asks for robots.txt: gzip accepted, text preferred, each
+    read and connection within ``deadlines``, redirects left to the caller (who counts them)."""
+    import httpx
+
+    timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
+    headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
+    return httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=tls_context())
+
+
 @functools.cache
-def _tls() -> ssl.SSLContext:
-    """Loading the CA bundle takes tens of milliseconds: once per process is enough."""
+def tls_context() -> ssl.SSLContext:
+    """The system's CA bundle, loaded once per process: loading it takes tens of milliseconds,
+    too long to pay for each robots.txt."""
     return ssl.create_default_context()
 
 
-async def _read(response: httpx.Response, limit: int) -> bytes:
-    """The decoded body, stopping the transfer once ``limit`` bytes are in hand."""
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The decoded body, stopping the transfer once ``limit`` bytes are in hand: a server's
+    endless or huge answer costs a robot no more than it means to read."""
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
@@ -71,7 +85,9 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)[:limit]
 
 
-def _network_error(exc: BaseException, url: str) -> NetworkError:
+def network_error(exc: BaseException, url: str) -> NetworkError:
+    """An httpx failure named as every fetch names a failure (``timeout``, ``dns-error``,
+    ``connection-refused``, ...), so that HTTP's reasons read like Gemini's and Gopher's."""
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):

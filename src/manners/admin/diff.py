@@ -1,0 +1,566 @@
+"""What an edit to robots.txt changes: the verdicts that flip, and the groups and rules that moved.
+
+An admin about to deploy a new robots.txt wants to know which URLs a robot may no longer
+fetch (or may now fetch), for which robots, and which line decides on each side.  This is the
+pure part of ``manners diff`` (and of ``manners serve``'s page): two parsed files and a list
+of URLs in, a :class:`Diff` out; nothing is fetched or printed here.
+
+The API (stable; every value is immutable)::
+
+    from manners import parse
+    from manners.admin.diff import diff
+
+    d = diff(parse(old_body), parse(new_body), ["https://example.org/private/x", "/about"])
+    d.flipped                     # True when some verdict flips
+    for flip in d.flips:          # Flip(url, profile, old: Decision, new: Decision, agents)
+        flip.url, flip.profile, flip.old.allowed, flip.old.line, flip.new.rule
+        for who in flip.agents:   # Asker(agent, roles): each robot it flips for
+            who.agent, who.roles
+    d.counts                      # AgentCount(agent, urls, allowed, disallowed), one per agent asked
+    d.groups                      # GroupChange(change, old: GroupSide|None, new: GroupSide|None, rules)
+    d.cells()                     # (url, agent, roles, profile, old, new), one per robot that flips
+
+``diff(old, new, urls=None, *, agents=(), roles=(), profiles=(), default_profile="rfc9309")``:
+
+* **who is asked**: ``*``, every agent named in either file and ``agents``; each on its own
+  and, under a profile that reads Virtual-agent lines (gemini, gemini-targeted, gopher), also
+  acting in each role alone: the four virtual agents (indexer, archiver, researcher,
+  webproxy), every Virtual-agent named in either file, and ``roles`` (a role, or a tuple of
+  roles a robot acts in at once, as ``manners check --role a --role b``).  Under the other
+  profiles a role changes nothing, so a robot is asked once, with no role.
+* **under which profile**: each URL's own (by its scheme, as ``manners check`` reads it; a
+  path by ``default_profile``), or every profile in ``profiles``.  A target is asked about as
+  a robot reading under that profile asks (``manners.cli.as_read_by``, as ``explain`` asks):
+  a text that is no URL is a path, read from the root when it does not start with '/'
+  (``1/secret`` is ``/1/secret``), except by the gopher profile, which reads it as a selector.
+* **which URLs**: ``urls``, or when it is None each rule's own path in either file (as
+  ``manners explain`` samples them).  Check what a user typed first, as the command does
+  (``manners.cli.check_target``): ``example.org/x`` would be the path ``/example.org/x``.
+* **what flips**: ``allowed`` differs between the two files.  A deciding line that moved
+  while the verdict stayed is no flip.  Robots (and roles) that decide alike are grouped in
+  one :class:`Flip` per URL and pair of decisions.
+* **groups and rules**: compared under ``Diff.profile`` (``profiles[0]`` when given, else the
+  one profile every target was read under, else ``default_profile``).  Groups are matched by
+  their agents, then a group with the same rules (a rename), then one that shares an agent;
+  the rest are added or removed.  Rules are matched by kind and value; the same value with
+  another kind (Allow to Disallow) is one changed rule.  A group whose lines moved but whose
+  agents and rules did not is no change.
+
+A file that could not be read stands in as what robots make of it
+(:func:`manners.robots.verdict`: everything allowed or disallowed) and is compared as that.
+
+Speed (25,000 URLs and every robot of a file of thousands of rules, in well under a second
+for a usual edit): a robot's verdicts can only differ when the rules of the groups that apply
+to it differ between the files, so each robot is first placed by the groups it gets on each
+side (``RobotsTxt.applies``).  Robots whose rules are the same on both sides are never asked;
+robots that get the same groups on both sides are asked once; and only about the targets
+that some rule in one file's groups and not in the other's matches (a target no changed rule
+matches is matched by the same rules on both sides), found by a file of those rules alone.
+They are asked with ``allowed()``, the engine's fastest question, once per set of rules (many
+files give many robots the same rules), and with ``decide()`` only where the answers differ.
+The tests check the result against asking every robot about every target.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import ne
+from typing import Literal, NamedTuple
+
+from ..cli import ROLES, as_read_by, is_url, sample_paths
+from ..profiles import get_profile, profile_for
+from ..robots import Decision, Group, RobotsTxt, parse
+
+__all__ = [
+    "AgentCount",
+    "Asker",
+    "Diff",
+    "Flip",
+    "GroupChange",
+    "GroupSide",
+    "RuleChange",
+    "RuleSide",
+    "default_targets",
+    "diff",
+    "group_changes",
+]
+
+Change = Literal["added", "removed", "changed"]
+
+
+class Asker(NamedTuple):
+    """A robot asked about a URL: its name, and the roles it acts in (none: ``()``)."""
+
+    agent: str
+    roles: tuple[str, ...]
+
+
+class Flip(NamedTuple):
+    """A URL whose verdict flips, under one profile, with the deciding line on both sides,
+    and every robot it flips for that way.  (A NamedTuple, as Decision is: a diff of a
+    crawl's URLs can hold a hundred thousand.)"""
+
+    url: str  # as given
+    profile: str
+    old: Decision
+    new: Decision
+    agents: tuple[Asker, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCount:
+    """How many URLs flip for an agent, under any role and profile.  A URL that flips both
+    ways (allowed in one role, disallowed in another) counts in ``allowed`` and ``disallowed``."""
+
+    agent: str
+    urls: int  # URLs whose verdict flips for it
+    allowed: int  # of them, URLs the new file allows (in some role)
+    disallowed: int  # of them, URLs the new file disallows (in some role)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSide:
+    """A rule as one file has it."""
+
+    line: int
+    rule: str  # as written, e.g. "Disallow: /private"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleChange:
+    """A rule added (only ``new``), removed (only ``old``) or changed (the same path, another
+    kind: Allow to Disallow or back)."""
+
+    change: Change
+    old: RuleSide | None
+    new: RuleSide | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSide:
+    """A group as one file has it.  No agents at all: the rules before any User-agent line."""
+
+    lines: tuple[int, int]  # its first and last line
+    user_agents: tuple[str, ...]  # as written
+    virtual_agents: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChange:
+    """A group added (only ``new``), removed (only ``old``), or changed: its agents (a rename)
+    or its rules, listed in ``rules``."""
+
+    change: Change
+    old: GroupSide | None
+    new: GroupSide | None
+    rules: tuple[RuleChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    """What changes from ``old`` to ``new``: see the module's docstring."""
+
+    urls: tuple[str, ...]  # the targets asked about, in order (duplicates dropped)
+    agents: tuple[str, ...]  # every agent asked: "*", those given, those the files name
+    # the role sets asked besides none; empty when no profile asked reads Virtual-agent lines
+    roles: tuple[tuple[str, ...], ...]
+    profiles: tuple[str, ...]  # every profile some target was asked under
+    profile: str  # the reading the groups and rules are compared under
+    flips: tuple[Flip, ...]  # by URL (in order), then profile
+    counts: tuple[AgentCount, ...]  # one per agent asked, in the order of ``agents``
+    groups: tuple[GroupChange, ...]  # in the order of the files
+
+    @property
+    def flipped(self) -> bool:
+        """Does any verdict flip?"""
+        return bool(self.flips)
+
+    def cells(self) -> Iterator[tuple[str, str, tuple[str, ...], str, Decision, Decision]]:
+        """Every flip robot by robot: (url, agent, roles, profile, old, new)."""
+        for f in self.flips:
+            for who in f.agents:
+                yield f.url, who.agent, who.roles, f.profile, f.old, f.new
+
+
+# -- the rules of a file, by line ----------------------------------------------------------
+
+
+class _Rules:
+    """A file's Allow and Disallow lines, sorted by line number, to slice by line ranges."""
+
+    def __init__(self, robots: RobotsTxt) -> None:
+        rows = [ln for ln in robots.lines() if ln.kind in ("allow", "disallow")]
+        self.numbers = [ln.number for ln in rows]
+        self.rows = [(ln.number, ln.kind, f"{ln.key}: {ln.value}", ln.value) for ln in rows]
+        self.kinds = [(ln.kind, ln.value) for ln in rows]
+        self.made: dict[tuple[tuple[int, int], ...], tuple[tuple[str, str], ...]] = {}
+
+    def between(self, first: int, last: int) -> list[tuple[int, str, str, str]]:
+        """(line, kind, rule as written, value) of the rules on lines first..last."""
+        return self.rows[bisect_left(self.numbers, first) : bisect_right(self.numbers, last)]
+
+    def content(self, ranges: Sequence[tuple[int, int]]) -> tuple[tuple[str, str], ...]:
+        """(kind, value) of the rules in ``ranges``, sorted: what a verdict can depend on (the
+        longest match wins and Disallow wins a tie, so neither order nor line counts).  Made
+        once per set of ranges: many robots share a group."""
+        key = tuple(ranges)
+        found = self.made.get(key)
+        if found is None:
+            rules: list[tuple[str, str]] = []
+            for first, last in ranges:
+                rules += self.kinds[bisect_left(self.numbers, first) : bisect_right(self.numbers, last)]
+            found = self.made[key] = tuple(sorted(rules))
+        return found
+
+
+# -- one file, read under one profile ------------------------------------------------------
+
+
+_OPAQUE = "a file that could not be read"
+#: the rules of each group that applies to a robot, as (kind, value) sorted; for a file that
+#: could not be read, an object equal to no other
+Deciding = tuple[tuple[tuple[str, str], ...], ...] | object
+
+
+class _Side:
+    """One file under one profile, and how each robot is placed in it: by the groups that apply."""
+
+    def __init__(self, robots: RobotsTxt, profile: str, rules: _Rules) -> None:
+        # A file that could not be read is a verdict (manners.robots.verdict): the same answer
+        # for every robot, which rereading would lose.
+        self.opaque = type(robots) is not RobotsTxt
+        self.robots = robots if self.opaque else robots.reread(profile)
+        self.profile = profile
+        self.rules = rules
+
+    def place(self, agent: str, roles: tuple[str, ...]) -> tuple[str, Deciding]:
+        """Where a robot stands in this file: a key (robots with the same key decide alike)
+        and the rules that decide for it (robots with the same rules give the same verdicts)."""
+        if self.opaque:
+            return _OPAQUE, object()  # never the same rules as the other side's
+        chosen, reason = self.robots.applies(agent, roles, self.profile)
+        key = repr((chosen, reason))
+        return key, tuple(self.rules.content(ranges) for _, ranges in chosen)
+
+
+# -- diff ------------------------------------------------------------------------------------
+
+
+def default_targets(old: RobotsTxt, new: RobotsTxt) -> list[str]:
+    """Each rule's own path in either file, as ``manners explain`` samples one file."""
+    return list(dict.fromkeys([*sample_paths(old), *sample_paths(new)]))
+
+
+def diff(
+    old: RobotsTxt,
+    new: RobotsTxt,
+    urls: Sequence[str] | None = None,
+    *,
+    agents: Sequence[str] = (),
+    roles: Sequence[str | Sequence[str]] = (),
+    profiles: Sequence[str] = (),
+    default_profile: str = "rfc9309",
+) -> Diff:
+    """Every URL whose verdict flips from ``old`` to ``new``, for which robots, under which
+    profile, with the deciding line on both sides; and the groups and rules that changed.
+    See the module's docstring for who is asked, under which profile, and about what."""
+    targets = list(dict.fromkeys(default_targets(old, new) if urls is None else urls))
+    asked_profiles = [get_profile(p).name for p in profiles]
+    default_profile = get_profile(default_profile).name
+    # each target, under each profile it is asked under
+    batches: dict[str, list[int]] = {}
+    for n, url in enumerate(targets):
+        for p in asked_profiles or [profile_for(url).name if is_url(url) else default_profile]:
+            batches.setdefault(p, []).append(n)
+    reading = (
+        asked_profiles[0] if asked_profiles else next(iter(batches)) if len(batches) == 1 else default_profile
+    )
+
+    old_rules, new_rules = _Rules(old), _Rules(new)
+    named = _agents(old, new, [*batches, reading], agents)
+    role_sets = _role_sets(old, new, [*batches, reading], roles)
+    found: dict[tuple[int, str, Decision, Decision], list[Asker]] = {}
+    for p, indices in batches.items():
+        asked = [as_read_by(targets[n], p) for n in indices]
+        _flips(
+            _Side(old, p, old_rules),
+            _Side(new, p, new_rules),
+            named,
+            [(), *role_sets] if get_profile(p).virtual_agents else [()],
+            asked,
+            indices,
+            found,
+        )
+    # by URL, each URL's in the order found: by profile, then by robot
+    by_url: list[list[Flip]] = [[] for _ in targets]
+    shared: dict[int, tuple[Asker, ...]] = {}  # robots placed alike share one tuple
+    for (n, p, o, w), who in found.items():
+        robots = shared.get(id(who))
+        if robots is None:
+            robots = shared[id(who)] = tuple(who)
+        by_url[n].append(Flip(targets[n], p, o, w, robots))
+    flips = tuple(f for at in by_url for f in at)
+    return Diff(
+        urls=tuple(targets),
+        agents=tuple(named),
+        roles=tuple(role_sets) if any(get_profile(p).virtual_agents for p in batches) else (),
+        profiles=tuple(batches),
+        profile=reading,
+        flips=flips,
+        counts=_counts(named, flips),
+        groups=_group_changes(old, new, reading, old_rules, new_rules),
+    )
+
+
+def _flips(
+    old: _Side,
+    new: _Side,
+    agents: list[str],
+    role_sets: list[tuple[str, ...]],
+    asked: list[str],
+    indices: list[int],
+    found: dict[tuple[int, str, Decision, Decision], list[Asker]],
+) -> None:
+    """Add to ``found`` the flips of one profile's targets (``asked``, the targets' numbers
+    ``indices``), for every robot: each class of robots placed alike on both sides asked once,
+    about the targets some changed rule of theirs matches (all of them when that cannot be told)."""
+    classes: dict[tuple[str, str], tuple[Deciding, Deciding, list[Asker]]] = {}
+    for agent in agents:
+        for roles in role_sets:
+            old_key, old_rules = old.place(agent, roles)
+            new_key, new_rules = new.place(agent, roles)
+            if old_rules == new_rules:
+                continue  # the same rules decide on both sides: no verdict can flip
+            classes.setdefault((old_key, new_key), (old_rules, new_rules, []))[2].append(Asker(agent, roles))
+    # which targets a set of changed rules matches (None: every target may flip), and the
+    # answers for a set of rules: robots with the same rules (many files copy a group for
+    # each robot) give the same answers, whatever their lines
+    matched: dict[frozenset[tuple[str, str]] | None, tuple[list[int] | None, list[str]]] = {}
+    answers: dict[tuple[int, Deciding, frozenset[tuple[str, str]] | None], list[bool]] = {}
+    for old_rules, new_rules, who in classes.values():
+        agent, roles = who[0]
+        changed = _changed(old_rules, new_rules)
+        known = matched.get(changed)
+        if known is None:
+            some = None if changed is None else _matching(changed, old.profile, asked)
+            known = matched[changed] = (some, asked if some is None else [asked[i] for i in some])
+        some, ask = known
+        both = []
+        for n, side, rules in ((0, old, old_rules), (1, new, new_rules)):
+            answer = answers.get((n, rules, changed))
+            if answer is None:
+                answer = answers[n, rules, changed] = list(
+                    map(side.robots.allowed, ask, repeat(agent), repeat(roles))
+                )
+            both.append(answer)
+        for n in compress(range(len(ask)), map(ne, both[0], both[1])):  # where the answers differ
+            o = old.robots.decide(ask[n], agent, roles)
+            w = new.robots.decide(ask[n], agent, roles)
+            if o.allowed is not w.allowed:  # as allowed() said: decide() is the same question
+                i = n if some is None else some[n]
+                key = (indices[i], old.profile, o, w)
+                have = found.get(key)
+                found[key] = who if have is None else have + who  # ``who`` itself is shared, never changed
+
+
+def _changed(old: Deciding, new: Deciding) -> frozenset[tuple[str, str]] | None:
+    """The rules in one file's groups for a robot and not in the other's, group by group
+    (the first that applies in OLD against the first in NEW, ...); None when the files give
+    it a different number of groups (or one was not read), so that no rule can be singled out.
+
+    A target that none of them matches is matched by the same rules on both sides, group by
+    group, so it gets the same verdict: the longest match, and a group's verdict, depend
+    only on the rules that match."""
+    if not isinstance(old, tuple) or not isinstance(new, tuple) or len(old) != len(new):
+        return None
+    changed: set[tuple[str, str]] = set()
+    for a, b in zip(old, new, strict=True):
+        changed |= set(a) ^ set(b)
+    return frozenset(changed)
+
+
+def _matching(rules: frozenset[tuple[str, str]], profile: str, targets: list[str]) -> list[int] | None:
+    """The numbers of the targets that some of ``rules`` matches, as ``profile`` reads them:
+    asked of a file of those rules alone, each as a Disallow (a pattern matches alike in an
+    Allow and a Disallow line).  None when that file would not answer exactly: Google's
+    ``Allow: .../index.html`` also allows its directory, which a Disallow does not."""
+    if get_profile(profile).index_html and any(k == "allow" and "index.htm" in v for k, v in rules):
+        return None
+    values = sorted({value for _, value in rules if value})  # an empty rule matches nothing
+    if not values:
+        return []
+    body = "User-agent: *\n" + "".join(f"Disallow: {v}\n" for v in values)
+    alone = parse(body.encode("utf-8", "surrogateescape"), profile, max_bytes=None)
+    if sorted(ln.value for ln in alone.lines() if ln.kind == "disallow") != values:
+        return None  # not read back as written: ask every target
+    return [n for n, allowed in enumerate(map(alone.allowed, targets)) if not allowed]
+
+
+def _agents(old: RobotsTxt, new: RobotsTxt, profiles: list[str], given: Sequence[str]) -> list[str]:
+    """'*', the agents given, then every User-agent either file names (under any profile
+    asked), sorted; each once, whatever its case."""
+    names: set[str] = set()
+    for robots in (old, new):
+        for p in dict.fromkeys(profiles):
+            for g in robots.groups(p):
+                names |= g.names
+    out: dict[str, str] = {}
+    for name in ["*", *given, *sorted(names)]:
+        out.setdefault(name.lower(), name)
+    return list(out.values())
+
+
+def _role_sets(
+    old: RobotsTxt, new: RobotsTxt, profiles: list[str], given: Sequence[str | Sequence[str]]
+) -> list[tuple[str, ...]]:
+    """Each virtual agent alone (the four roles, and every Virtual-agent either file names),
+    and the roles given (a role, or several acted in at once)."""
+    named: set[str] = set()
+    for robots in (old, new):
+        for p in dict.fromkeys(profiles):
+            if get_profile(p).virtual_agents:
+                for g in robots.groups(p):
+                    named |= g.virtual_names
+    alone = [(r,) for r in dict.fromkeys([*ROLES, *sorted(named - {"*"})])]
+    extra = [(r,) if isinstance(r, str) else tuple(r) for r in given]
+    return list(dict.fromkeys([*alone, *extra]))
+
+
+def _counts(agents: list[str], flips: Sequence[Flip]) -> tuple[AgentCount, ...]:
+    """How many URLs flip for each agent (each URL once, whatever its roles and profiles)."""
+    urls: dict[str, set[str]] = {a: set() for a in agents}
+    allowed: dict[str, set[str]] = {a: set() for a in agents}
+    disallowed: dict[str, set[str]] = {a: set() for a in agents}
+    names: dict[int, set[str]] = {}  # by the robots' tuple, which flips share
+    for f in flips:
+        way = allowed if f.new.allowed else disallowed
+        of = names.get(id(f.agents))
+        if of is None:
+            of = names[id(f.agents)] = {who.agent for who in f.agents}
+        for agent in of:
+            urls[agent].add(f.url)
+            way[agent].add(f.url)
+    return tuple(AgentCount(a, len(urls[a]), len(allowed[a]), len(disallowed[a])) for a in agents)
+
+
+# -- groups and rules ------------------------------------------------------------------------
+
+
+class _Group(NamedTuple):
+    side: GroupSide
+    key: tuple[frozenset[str], frozenset[str]]  # its agents, as robots match them
+    rules: list[tuple[int, str, str, str]]  # (line, kind, rule as written, value)
+    content: tuple[tuple[str, str], ...]  # (kind, value) sorted
+
+
+def _groups_of(robots: RobotsTxt, profile: str, rules: _Rules) -> list[_Group]:
+    """The file's groups under ``profile``, and before them the rules before any group."""
+    groups: list[Group] = robots.groups(profile) if type(robots) is RobotsTxt else []
+    starts = [g.lines[0] for g in groups]
+    out: list[_Group] = []
+    before = rules.between(1, starts[0] - 1) if starts else rules.between(1, 1 << 62)
+    if before:
+        side = GroupSide((before[0][0], before[-1][0]), (), ())
+        out.append(_Group(side, (frozenset(), frozenset()), before, _content(before)))
+    for n, g in enumerate(groups):
+        end = starts[n + 1] - 1 if n + 1 < len(starts) else 1 << 62
+        mine = rules.between(g.lines[0], end)
+        side = GroupSide(g.lines, tuple(v for _, v in g.agents), tuple(v for _, v in g.virtual))
+        out.append(_Group(side, (g.names, g.virtual_names), mine, _content(mine)))
+    return out
+
+
+def _content(rules: list[tuple[int, str, str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((kind, value) for _, kind, _, value in rules))
+
+
+def group_changes(old: RobotsTxt, new: RobotsTxt, profile: str) -> tuple[GroupChange, ...]:
+    """The groups added, removed and changed from ``old`` to ``new``, as ``profile`` delimits
+    them: matched by their agents, then (a rename) by their rules, then by any agent shared."""
+    return _group_changes(old, new, get_profile(profile).name, _Rules(old), _Rules(new))
+
+
+def _group_changes(
+    old: RobotsTxt, new: RobotsTxt, profile: str, old_rules: _Rules, new_rules: _Rules
+) -> tuple[GroupChange, ...]:
+    before = _groups_of(old, profile, old_rules)
+    after = _groups_of(new, profile, new_rules)
+    pairs: dict[int, int] = {}  # old group -> new group
+    free = list(range(len(after)))
+    for same in (_same_agents, _renamed, _shares_an_agent):
+        for i, g in enumerate(before):
+            j = None if i in pairs else next((j for j in free if same(g, after[j])), None)
+            if j is not None:
+                pairs[i] = j
+                free.remove(j)
+    changes: list[tuple[int, GroupChange]] = []
+    for i, g in enumerate(before):
+        if i not in pairs:
+            gone = tuple(RuleChange("removed", RuleSide(n, rule), None) for n, _, rule, _ in g.rules)
+            changes.append((g.side.lines[0], GroupChange("removed", g.side, None, gone)))
+            continue
+        h = after[pairs[i]]
+        ruled = _rule_changes(g.rules, h.rules)
+        if ruled or g.key != h.key:
+            changes.append((h.side.lines[0], GroupChange("changed", g.side, h.side, ruled)))
+    for j in free:
+        h = after[j]
+        added = tuple(RuleChange("added", None, RuleSide(n, rule)) for n, _, rule, _ in h.rules)
+        changes.append((h.side.lines[0], GroupChange("added", None, h.side, added)))
+    return tuple(c for _, c in sorted(changes, key=lambda item: item[0]))
+
+
+def _same_agents(a: _Group, b: _Group) -> bool:
+    return a.key == b.key
+
+
+def _renamed(a: _Group, b: _Group) -> bool:
+    """Other agents, the same rules (none of them the rules before any group)."""
+    return bool(a.content) and a.content == b.content and _named(a) and _named(b)
+
+
+def _shares_an_agent(a: _Group, b: _Group) -> bool:
+    return bool((a.key[0] & b.key[0]) | (a.key[1] & b.key[1]))
+
+
+def _named(g: _Group) -> bool:
+    return bool(g.key[0] | g.key[1])
+
+
+def _rule_changes(
+    old: list[tuple[int, str, str, str]], new: list[tuple[int, str, str, str]]
+) -> tuple[RuleChange, ...]:
+    """The rules of a group added, removed and changed: a rule is its kind and value (its
+    line and spelling may move); the same value with another kind is a changed rule."""
+    kept = Counter((kind, value) for _, kind, _, value in old) & Counter(
+        (kind, value) for _, kind, _, value in new
+    )
+    left_old, left_new = _unkept(old, kept), _unkept(new, kept)
+    changes: list[tuple[int, RuleChange]] = []
+    for n, kind, rule, value in left_old:
+        other = next((r for r in left_new if r[3] == value and r[1] != kind), None)
+        if other is not None:
+            left_new.remove(other)
+            changes.append((other[0], RuleChange("changed", RuleSide(n, rule), RuleSide(other[0], other[2]))))
+        else:
+            changes.append((n, RuleChange("removed", RuleSide(n, rule), None)))
+    changes += [(n, RuleChange("added", None, RuleSide(n, rule))) for n, _, rule, _ in left_new]
+    return tuple(c for _, c in sorted(changes, key=lambda item: item[0]))
+
+
+def _unkept(
+    rules: list[tuple[int, str, str, str]], kept: Counter[tuple[str, str]]
+) -> list[tuple[int, str, str, str]]:
+    """``rules`` without those both sides have (each as many times as both have it)."""
+    left = Counter(kept)
+    out = []
+    for r in rules:
+        if left[r[1], r[3]] > 0:
+            left[r[1], r[3]] -= 1
+        else:
+            out.append(r)
+    return out
