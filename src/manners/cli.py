@@ -1078,5 +1078,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m manners.cli: run as manners.cli, so its UsageError is the one raised
+    from manners.cli import main as manners_main
+
+    sys.exit(manners_main())

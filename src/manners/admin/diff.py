@@ -148,6 +148,12 @@ class GroupSide:
     user_agents: tuple[str, ...]  # as written
     virtual_agents: tuple[str, ...]
 
+    def named(self) -> str:
+        """Its agent lines as the file has them, in one line (``manners diff``, ``serve``)."""
+        lines = [f"User-agent: {v}" for v in self.user_agents]
+        lines += [f"Virtual-agent: {v}" for v in self.virtual_agents]
+        return "; ".join(lines) or "rules before any User-agent line"
+
 
 @dataclass(frozen=True, slots=True)
 class GroupChange:

@@ -386,7 +386,7 @@ def _verdict(d: Decision) -> str:
 def _group_lines(g: GroupChange) -> list[tuple[str, str]]:
     """A group changed, and its rules with '+' (added), '-' (removed) and '~' (changed)."""
     sides = [s for s in (g.old, g.new) if s is not None]
-    names = [_agents(s) for s in sides]
+    names = [s.named() for s in sides]
     who = names[0] if len(set(names)) == 1 else f"{names[0]} -> {names[1]}"
     lines = ", ".join(
         f"{label} lines {s.lines[0]}-{s.lines[1]}"
@@ -404,11 +404,6 @@ def _group_lines(g: GroupChange) -> list[tuple[str, str]]:
         elif r.new:
             out.append((f"      + new line {r.new.line}: {r.new.rule}", "green"))
     return out
-
-
-def _agents(s: GroupSide) -> str:
-    named = [f"User-agent: {v}" for v in s.user_agents] + [f"Virtual-agent: {v}" for v in s.virtual_agents]
-    return "; ".join(named) or "rules before any User-agent line"
 
 
 def emit(out: Out, text: list[tuple[str, str]]) -> None:

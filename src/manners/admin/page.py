@@ -19,7 +19,6 @@ from ..cli import READERS, table_cell
 from ..profiles import PROFILES
 from ..robots import Decision, Diagnostic
 from ..terminal import safe
-from .diff_command import _agents as group_names
 
 if TYPE_CHECKING:
     from .diff import GroupChange
@@ -391,7 +390,7 @@ def side(d: Decision, anchor: str) -> str:
 def group_change(g: GroupChange, live: str, draft: str) -> str:
     """A group added, removed or changed, and its rules: - removed, + added, ~ changed."""
     sides = [(s, anchor, name) for s, anchor, name in ((g.old, live, "live"), (g.new, draft, "draft")) if s]
-    names = list(dict.fromkeys(group_names(s) for s, _, _ in sides))  # as manners diff names them
+    names = list(dict.fromkeys(s.named() for s, _, _ in sides))  # as manners diff names them
     lines = ", ".join(
         f'{name} <a href="#{anchor}{s.lines[0]}">lines {s.lines[0]}-{s.lines[1]}</a>'
         for s, anchor, name in sides
