@@ -29,6 +29,7 @@ from manners.crawl.frontier import FrontierError, Lease, Patient, SQLiteFrontier
 from slow_hole import slow_hole
 from test_cli import manners as run_manners
 from test_cli_json import agrees
+from test_crawl_store import run
 
 AGENT = "testbot"
 SLACK = 0.02  # seconds of timer granularity between the crawler's clock and a server's
@@ -40,17 +41,6 @@ def manners(*args: str) -> subprocess.CompletedProcess[str]:
     skip = ("FORCE_COLOR", "NO_COLOR", "MANNERS_CACHE")
     env = {k: v for k, v in os.environ.items() if k not in skip}
     return run_manners(*args, env={**env, "COLUMNS": "200"})
-
-
-def run(test: Any, path: Path) -> None:
-    async def main() -> None:
-        frontier = open_frontier(path)
-        try:
-            await test(frontier)
-        finally:
-            await frontier.close()
-
-    asyncio.run(main())
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

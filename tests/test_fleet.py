@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 import redis
-from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]
 
 import smallnet_site as sn
 from manners.crawl.audit import audit
@@ -33,6 +32,7 @@ from proxy import LoggingProxy
 from servers import free_port, redis_durable
 from slow_hole import Hole, slow_hole
 from test_cli_json import agrees
+from test_crawl_real import warc_responses as responses_in
 
 AGENT = "testbot"
 DELAY = 0.2  # --min-delay
@@ -156,14 +156,7 @@ def as_received(url: str) -> tuple[str, str]:
 
 
 def warc_responses(*dirs: Path) -> Counter[str]:
-    found: Counter[str] = Counter()
-    for d in dirs:
-        for path in sorted((d / "warc").glob("*.warc.gz")):
-            with path.open("rb") as f:
-                for record in ArchiveIterator(f):
-                    if record.rec_type == "response":
-                        found[record.rec_headers.get_header("WARC-Target-URI")] += 1
-    return found
+    return sum((responses_in(d) for d in dirs), Counter())
 
 
 def client_of(frontier: str) -> Any:
