@@ -11,6 +11,7 @@ import argparse
 import math
 
 from .cli import MAX_DELAY
+from .crawl.revisit import parse_interval
 
 
 def count(text: str) -> int:
@@ -36,6 +37,14 @@ def positive_seconds(text: str) -> float:
 def delay(text: str) -> float:
     """Seconds between two requests to one server: from 0 to MAX_DELAY, the longest a Robot waits."""
     return _seconds(text, most=MAX_DELAY)
+
+
+def interval(text: str) -> float:
+    """A revisit interval: seconds, or a number with ``s``, ``m``, ``h`` or ``d``; more than 0."""
+    try:
+        return parse_interval(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _whole(text: str, least: int) -> int:
