@@ -1,4 +1,6 @@
-"""Revisiting crawls: the interval form, the schedule (manners.crawl.revisit) and WARC revisit records."""
+"""Revisiting crawls: the interval form and the schedule (manners.crawl.revisit).
+
+WARC revisit records are in test_warc.py."""
 
 from __future__ import annotations
 

@@ -7,7 +7,9 @@ response block the header line + body.  Gopher is ours, in the same shape: ``app
 msgtype=request|response``, the request block is the selector (TAB search) + CRLF and the
 response block the raw bytes the server sent.  A ``metadata`` record (``write_metadata``) says
 more about a capture, for example the certificate a Gemini server presented (PEM), and refers
-to the response record that ``write`` returned.
+to the response record that ``write`` returned.  A revisiting crawl that finds a page unchanged
+writes a ``revisit`` record (``write_revisit``, WARC 1.1 identical-payload-digest) in place of a
+second response.
 
 Every record is its own gzip member, and each pair is flushed before ``write`` returns (and
 fsynced too with ``fsync=True``): a process killed mid-write leaves every earlier record
@@ -39,6 +41,7 @@ from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 from .. import __version__
 
 WARC_VERSION = "WARC/1.1"
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 CONTENT_TYPES = {
     "gemini": ("application/gemini; msgtype=request", "application/gemini; msgtype=response"),
     "gopher": ("application/gopher; msgtype=request", "application/gopher; msgtype=response"),
@@ -87,16 +90,41 @@ class WarcWriter:
         """Write the request and response records of ``url`` and make them durable.
 
         Returns the response record's WARC-Record-ID, for records that refer to it
-        (:meth:`write_metadata`)."""
-        out, writer = self._open()
-        ids = (_record_id(), _record_id())
-        for k, (kind, content_type, block) in enumerate(
-            zip(("request", "response"), CONTENT_TYPES[scheme], (request, response), strict=True)
-        ):
-            _write_record(writer, kind, ids[k], url, fetched_at, ip, [("WARC-Concurrent-To", ids[1 - k])],
-                          content_type, block)  # fmt: skip
-        self._done(out)
-        return ids[1]
+        (:meth:`write_metadata`, :meth:`write_revisit`)."""
+        return self._pair(
+            url, request, scheme, fetched_at, ip, "response", CONTENT_TYPES[scheme][1], response, []
+        )
+
+    def write_revisit(
+        self,
+        url: str,
+        request: bytes,
+        response: bytes,
+        scheme: Literal["gemini", "gopher"],
+        fetched_at: float,
+        refers_to_url: str,
+        refers_to_at: float,
+        ip: str | None = None,
+        refers_to: str | None = None,
+    ) -> str:
+        """Write the request and a ``revisit`` record of ``url`` fetched again with the same payload.
+
+        A revisiting crawl asks for a page again and again; most answers are what it already
+        holds, and a second full copy of each would fill the archive with duplicates.  The record
+        says, in WARC 1.1's identical-payload-digest profile (:data:`REVISIT_PROFILE`, not the 1.0
+        URI warcio's helper writes), that ``response`` has the payload of the capture of
+        ``refers_to_url`` at ``refers_to_at`` (WARC-Refers-To-Target-URI and -Date; ``refers_to``,
+        its WARC-Record-ID where known, as WARC-Refers-To).  Its block is empty: in these records
+        the whole response is the payload (see the module's docstring), and its WARC-Payload-Digest
+        is the one that capture's response record carries.  The request record is written as for
+        :meth:`write`.  Returns the revisit record's WARC-Record-ID.
+        """
+        links = [("WARC-Profile", REVISIT_PROFILE), ("WARC-Refers-To-Target-URI", refers_to_url),
+                 ("WARC-Refers-To-Date", _iso_date(refers_to_at))]  # fmt: skip
+        if refers_to is not None:
+            links.append(("WARC-Refers-To", refers_to))
+        return self._pair(url, request, scheme, fetched_at, ip, "revisit", None, b"", links,
+                          digest(response))  # fmt: skip
 
     def write_metadata(
         self,
@@ -132,6 +160,30 @@ class WarcWriter:
 
     def close(self) -> None:
         self._finish()
+
+    def _pair(
+        self,
+        url: str,
+        request: bytes,
+        scheme: Literal["gemini", "gopher"],
+        fetched_at: float,
+        ip: str | None,
+        kind: Literal["response", "revisit"],
+        content_type: str | None,
+        block: bytes,
+        links: list[tuple[str, str]],
+        payload: str | None = None,
+    ) -> str:
+        """A request record and the ``kind`` record of its answer, each WARC-Concurrent-To the
+        other, made durable; returns the answer's WARC-Record-ID."""
+        out, writer = self._open()
+        request_id, answer_id = _record_id(), _record_id()
+        _write_record(writer, "request", request_id, url, fetched_at, ip, [("WARC-Concurrent-To", answer_id)],
+                      CONTENT_TYPES[scheme][0], request)  # fmt: skip
+        links = [("WARC-Concurrent-To", request_id), *links]
+        _write_record(writer, kind, answer_id, url, fetched_at, ip, links, content_type, block, payload)
+        self._done(out)
+        return answer_id
 
     def __enter__(self) -> WarcWriter:
         return self
@@ -181,6 +233,20 @@ class WarcWriter:
         self._file = self._writer = None
 
 
+def digest(data: bytes) -> str:
+    """The digest of ``data`` as these records carry it (WARC-Block-Digest, WARC-Payload-Digest).
+
+    A response's is what a revisiting crawl compares to tell an unchanged page (the same
+    digest, so a revisit record can stand for it) from a changed one."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def _iso_date(at: float) -> str:
+    return str(
+        datetime_to_iso_date(datetime.fromtimestamp(at, timezone.utc).replace(tzinfo=None), use_micros=True)
+    )
+
+
 def _record_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
 
@@ -193,21 +259,22 @@ def _write_record(
     fetched_at: float,
     ip: str | None,
     links: list[tuple[str, str]],
-    content_type: str,
+    content_type: str | None,
     block: bytes,
+    payload: str | None = None,
 ) -> None:
     """One record, every header written here, digests included, so warcio has nothing left to
-    compute or find."""
-    date = datetime_to_iso_date(
-        datetime.fromtimestamp(fetched_at, timezone.utc).replace(tzinfo=None), use_micros=True
-    )
-    digest = "sha1:" + base64.b32encode(hashlib.sha1(block).digest()).decode("ascii")
-    headers = [("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Date", date),
+    compute or find.  The payload digest is the block's unless ``payload`` gives it (a revisit
+    record's payload is not in its block); no Content-Type without ``content_type``."""
+    block_digest = digest(block)
+    headers = [("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Date", _iso_date(fetched_at)),
                ("WARC-Target-URI", url), *links]  # fmt: skip
     if ip:
         headers.append(("WARC-IP-Address", ip))
-    headers += [("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest),
-                ("Content-Type", content_type), ("Content-Length", str(len(block)))]  # fmt: skip
+    headers += [("WARC-Block-Digest", block_digest), ("WARC-Payload-Digest", payload or block_digest)]
+    if content_type is not None:
+        headers.append(("Content-Type", content_type))
+    headers.append(("Content-Length", str(len(block))))
     record = ArcWarcRecord("warc", kind, StatusAndHeaders(WARC_VERSION, headers), BytesIO(block),
                            None, content_type, len(block))  # fmt: skip
     record.payload_length = len(block)
