@@ -142,7 +142,7 @@ class Robot:
         known = await self._policy(url)
         d = known.robots.decide(url, self.agent, self.roles)
         e = known.entry
-        return RobotDecision(*d, e.url, e.outcome, e.fetched_at, e.expires_at, known.stale)
+        return RobotDecision(*d, e.url, e.outcome, e.fetched_at, self._expiry(e), known.stale)
 
     async def wait(self, url: str) -> float:
         """Return when a request to ``url``'s authority is polite, having booked that slot.
@@ -191,7 +191,7 @@ class Robot:
         key = _key(url)
         if not refresh:
             known = self._known.get(key)
-            if known is not None and time.time() < known.entry.expires_at:
+            if known is not None and time.time() < self._expiry(known.entry):
                 self._known.move_to_end(key)
                 return known
         slot = (key, refresh)
@@ -201,13 +201,23 @@ class Robot:
             # Usually another worker, or an earlier run, has read it: a fresh entry in the
             # store is taken here, without the task that a fetch shared by callers needs.
             entry = await self.store.get(key)
-            if not refresh and entry is not None and time.time() < entry.expires_at:
+            if not refresh and entry is not None and time.time() < self._expiry(entry):
                 return self._remember(key, entry)
             pending = self._pending.get(slot)  # another caller may have begun while this one read
             if pending is None:
                 pending = self._pending[slot] = asyncio.ensure_future(self._refresh(key, url, entry, since))
                 pending.add_done_callback(functools.partial(self._forget, slot))
         return await asyncio.shield(pending)
+
+    def _expiry(self, entry: Entry) -> float:
+        """When ``entry`` must be fetched again for this robot: its own expiry, or this robot's
+        ``ttl`` after it was read, whichever comes first.  The store is shared (other robots, other
+        runs), so an entry another robot read with a longer life is not kept past this one's
+        ``ttl`` (``manners crawl --robots-max-age``).  A failed fetch keeps its backoff: a server's
+        Retry-After is honoured whatever the ttl."""
+        if entry.outcome in ("ok", "unavailable"):
+            return min(entry.expires_at, entry.fetched_at + self.ttl)
+        return entry.expires_at
 
     def _forget(self, slot: tuple[str, bool], done: asyncio.Future[Policy]) -> None:
         if self._pending.get(slot) is done:
@@ -218,7 +228,7 @@ class Robot:
         entry fetched after it will do."""
 
         def due(entry: Entry | None) -> bool:
-            if entry is None or time.time() >= entry.expires_at:
+            if entry is None or time.time() >= self._expiry(entry):
                 return True
             return since is not None and entry.fetched_at < since
 

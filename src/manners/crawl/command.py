@@ -6,9 +6,10 @@ with one of those words to a parser of its own (``CrawlParser``), and a seed is 
 for a subcommand (a seed is a URL, with a scheme).
 
 Exit status: 0 when the crawl completed (or reached a limit), 130 when interrupted
-(Ctrl-C: requests in flight end or go back to the queue, files are closed), 1 when a crawl
-file or the frontier failed during the crawl, 2 for a mistake of the user's, told in one
-sentence.
+(Ctrl-C or SIGTERM: requests in flight end or go back to the queue, files are closed), 1 when
+a crawl file or the frontier failed during the crawl, 2 for a mistake of the user's, told in
+one sentence.  A revisiting crawl (--revisit) never completes: SIGTERM is its normal end (a
+service manager stopping it), so it exits 0 then; Ctrl-C still gives 130.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import Any
 
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
-from ..options import count, positive, positive_seconds, seconds
+from ..options import count, interval, positive, positive_seconds, seconds
 from .crawler import LEASE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
+from .revisit import REVISIT_MAX, REVISIT_MIN
 
 EXAMPLES = """examples:
   manners crawl gemini://example.org/ --agent mybot --role indexer --out crawl
@@ -37,6 +39,9 @@ EXAMPLES = """examples:
   manners crawl --out crawl                       (resume: the robot, its roles and the limits are kept)
   manners crawl --out hole --max-pages 1000       (resume with a limit raised: limits count the whole crawl)
   manners crawl --out crawl --retry-errors        (resume, and try again what failed)
+  manners crawl gemini://example.org/ --agent mybot --out watch --revisit --revisit-min 6h
+                                                  (come back to every page: a day after a change, up to
+                                                   a month while it stays the same; stop with SIGTERM)
   manners crawl gemini://example.org/ --agent mybot --frontier redis://db:6379/0 --name smallnet --out crawl
                                                   (a worker of the fleet crawling "smallnet": run it anywhere)
   manners crawl status --frontier redis://db:6379/0 --name smallnet
@@ -49,7 +54,8 @@ SETTINGS: dict[str, object] = {
     "max_pages": None, "max_depth": None, "max_per_host": None, "max_links": 10_000,
     "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
     "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
-    "robots_attempts": 4, "lease": LEASE,
+    "robots_attempts": 4, "lease": LEASE, "revisit": False, "revisit_min": REVISIT_MIN,
+    "revisit_max": REVISIT_MAX, "robots_max_age": None,
 }  # fmt: skip
 
 
@@ -128,7 +134,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=count,
         metavar="N",
         help="stop once N pages have been requested, over the whole crawl"
-        " (robots.txt and caps.txt are not counted)",
+        " (robots.txt and caps.txt are not counted); with --revisit, watch the first N pages",
     )
     p.add_argument("--max-depth", type=count, metavar="N", help="links followed at most N deep (a seed is 0)")
     p.add_argument("--max-per-host", type=count, metavar="N", help="at most N URLs settled per host")
@@ -199,6 +205,34 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="reads of an unreachable robots.txt before its host's URLs are settled as errors (default: 4)",
     )
     p.add_argument("--retry-errors", action="store_true", help="queue the URLs settled as errors again")
+    p.add_argument(
+        "--revisit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep coming back: every page is due again after its own interval, until the crawl is"
+        " stopped (SIGTERM: exit 0); kept by the crawl (--no-revisit to end it)",
+    )
+    p.add_argument(
+        "--revisit-min",
+        type=interval,
+        metavar="T",
+        help="a page is asked again T after its first visit and after each change; the interval doubles"
+        " while it stays the same (seconds, or 30m, 6h, 1d; default: 1d)",
+    )
+    p.add_argument(
+        "--revisit-max",
+        type=interval,
+        metavar="T",
+        help="the longest interval between two visits of a page (default: 30d); a server's Check: is"
+        " never undercut, whatever these say",
+    )
+    p.add_argument(
+        "--robots-max-age",
+        type=interval,
+        metavar="T",
+        help="read robots.txt again after T at most during this crawl (default: 24h, or less where the"
+        " server says so)",
+    )
     p.add_argument("--no-warc", action="store_true", help="write no WARC files")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_crawl)
@@ -237,6 +271,14 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
     for name, default in SETTINGS.items():  # left out: as the crawl had it, else the default
         if settings[name] is None:
             settings[name] = (kept or {}).get(name, default)
+    if not settings["revisit"]:
+        given = [
+            f"--{n.replace('_', '-')}" for n in ("revisit_min", "revisit_max") if getattr(args, n) is not None
+        ]
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} set how often a revisiting crawl comes back: add --revisit"
+            )
     try:
         allow = _allow_private(settings["allow_private"])
         crawler = Crawler(
@@ -265,6 +307,10 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             frontier=args.frontier,
             name=args.name,
             lease=settings["lease"],
+            revisit=bool(settings["revisit"]),
+            revisit_min=settings["revisit_min"],
+            revisit_max=settings["revisit_max"],
+            robots_max_age=settings["robots_max_age"],
         )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
@@ -289,12 +335,13 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
 
     loop = asyncio.get_running_loop()
     interrupted = False
+    stopped_by: int | None = None
 
-    def on_signal() -> None:
-        nonlocal interrupted
+    def on_signal(number: int) -> None:
+        nonlocal interrupted, stopped_by
         if interrupted:  # a second Ctrl-C: stop waiting for requests in flight
             raise KeyboardInterrupt
-        interrupted = True
+        interrupted, stopped_by = True, number
         crawler.stop()
         print(
             "\nmanners crawl: stopping: requests in flight end or go back to the queue ...",
@@ -303,8 +350,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         )
 
     with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, on_signal)
-        loop.add_signal_handler(signal.SIGTERM, on_signal)
+        loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
+        loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
     progress: Progress | None = None
     disallowed: list[str] = []
     failed: str | None = None
@@ -374,7 +421,9 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
             back = "what was in flight is queued again when the crawl resumes"
         print(f"manners crawl: {failed}; {back}", file=sys.stderr)
         return 1
-    return 130 if interrupted else 0
+    if interrupted and not (crawler.revisit and stopped_by == signal.SIGTERM):
+        return 130
+    return 0
 
 
 def describe_os(exc: OSError, out: Path) -> str:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..agents import require_token
 from ..cache import take_slot
-from ..cache.entry import Entry
+from ..cache.entry import TTL, Entry
 from ..fetch import FetchResult, fetch_robots
 from ..fetch.address import POLICY, AddressPolicy, Network
 from ..fetch.certificate import Certificate, read_certificate
@@ -50,10 +50,11 @@ from ..robots import asked_spacing
 from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get
-from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, is_shared, open_frontier, shown
+from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, Visit, is_shared, open_frontier, shown
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import Ledger, PageLog
-from .warc import WarcWriter
+from .revisit import REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
+from .warc import WarcWriter, digest
 
 log = logging.getLogger("manners.crawl")
 
@@ -108,6 +109,8 @@ class Page:
     parent: str | None = None  # skipped links: the page that held them
     links_more: int = 0  # links past --max-links: counted, not taken
     links_skipped: int = 0  # links that can never be requested (recorded as skipped, up to 100)
+    visit: int | None = None  # a revisiting crawl: the URL's visit this is (1: its first)
+    changed: bool | None = None  # a revisiting crawl: the payload differs from the last visit's
 
     def record(self) -> dict[str, object]:
         """The ``pages.jsonl`` object for this page."""
@@ -140,7 +143,20 @@ class Page:
         for key in ("links_more", "links_skipped"):
             if getattr(self, key):
                 r[key] = getattr(self, key)
+        if self.visit is not None:
+            r["visit"] = self.visit
+            r["changed"] = bool(self.changed)
         return r
+
+
+@dataclass
+class _Visiting:
+    """What a revisiting crawl learns of a leased URL while handling it, for its settling."""
+
+    started: float | None = None  # when its request left: the next interval counts from it
+    check: float | None = None  # the Check: interval the host's robots.txt gives this robot
+    capture: tuple[str, float, bool] | None = None  # a response: its digest, capture time, changed
+    gone: bool = False  # the answer says the URL has gone (51, a Gopher error)
 
 
 @dataclass
@@ -166,12 +182,19 @@ class Stats:
     stopped: bool = False  # stop() was called before that
     limit: str | None = None  # the limit that ended the crawl
     dropped: int = 0  # links not queued: their host's queue was full (--max-queued-per-host)
+    revisits: int = 0  # a revisiting crawl: responses to URLs visited before
+    changed: int = 0  # of which the payload had changed
+    due_now: int = 0  # URLs visited before and due now (the frontier's, refreshed with the counts)
+    next_due: float | None = None  # when the next URL visited before is due
 
     def count(self, page: Page) -> None:
         kind = {"fetched": "fetched", "disallowed": "disallowed", "redirect": "redirects",
                 "error": "errors", "skipped": "skipped"}[page.outcome]  # fmt: skip
         setattr(self, kind, getattr(self, kind) + 1)
         self.bytes += page.bytes
+        if page.visit is not None and page.visit > 1 and page.changed is not None:
+            self.revisits += 1
+            self.changed += page.changed
 
 
 class Crawler:
@@ -199,6 +222,13 @@ class Crawler:
     workers, on any number of machines, crawl it together, each with its own files in its
     ``out`` (several may share one).  A lease lasts ``lease`` seconds and is renewed while its
     fetch runs, so only a dead or stuck worker's leases expire, to be taken back by the others.
+
+    ``revisit``: the crawl never ends by itself (``stop()`` ends it): every URL fetched is due
+    again after its own interval, from ``revisit_min`` doubling while the page stays the same up
+    to ``revisit_max`` (``manners.crawl.revisit``), never sooner than the host's ``Check:`` nor
+    ``min_delay``; an unchanged page goes to the WARC as a revisit record.  robots.txt is read
+    again when its copy expires (a day, less where the server says so, ``robots_max_age`` at
+    most), and each URL is decided under the file in force when it is due.
     """
 
     def __init__(
@@ -230,6 +260,10 @@ class Crawler:
         frontier: Path | str | None = None,
         name: str | None = None,
         lease: float = LEASE,
+        revisit: bool = False,
+        revisit_min: float = REVISIT_MIN,
+        revisit_max: float = REVISIT_MAX,
+        robots_max_age: float | None = None,
     ) -> None:
         self.agent = require_token(agent) if agent is not None else None
         self.roles = ((roles,) if isinstance(roles, str) else tuple(roles)) if roles is not None else None
@@ -256,6 +290,9 @@ class Crawler:
             raise ValueError("scope is 'seeds' or 'any'")
         if not lease > 0:
             raise ValueError("lease must be a positive number of seconds")
+        check_bounds(revisit_min, revisit_max)
+        if robots_max_age is not None and not robots_max_age > 0:
+            raise ValueError("robots_max_age must be a positive number of seconds")
         self.shared = is_shared(frontier)
         if self.shared and not name:
             raise ValueError("a frontier on Redis holds many crawls: name this one (name=..., --name CRAWL)")
@@ -281,6 +318,10 @@ class Crawler:
         self.robots_backoff = max(robots_backoff, min_delay)  # a retry is a request like any other
         self.robots_attempts = robots_attempts
         self.retry_errors = retry_errors
+        self.revisit = revisit
+        self.revisit_min = revisit_min
+        self.revisit_max = revisit_max
+        self.robots_max_age = robots_max_age
         self.settings = settings  # the command's options, kept with the crawl for a resume (read_settings)
         # This worker's id: in its leases, its ledger and pages records, and its files' names.
         self.owner = re.sub(
@@ -303,6 +344,7 @@ class Crawler:
         self._leased: dict[str, Lease] = {}  # this worker's leases while their URLs are handled (renewed)
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
+        self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -363,6 +405,7 @@ class Crawler:
             profile=self.profile,
             backoff=self.robots_backoff,
             fetcher=self._fetch_robots,
+            ttl=self.robots_max_age or TTL,
         )
         # A single process keeps the names it always had; a fleet's workers each their own.
         pages = f"pages-{self.owner}.jsonl" if self.shared else "pages.jsonl"
@@ -385,6 +428,11 @@ class Crawler:
             self.recovered = await self.frontier.recover(None)
         if self.retry_errors:
             self.requeued = await self.frontier.requeue("error")
+        if self.revisit and await self.frontier.get_meta("revisit") is None:
+            # a crawl made without --revisit: what it fetched is watched from now on
+            watched = await self.frontier.revisit_settled(time.time() + self.revisit_min)
+            await self.frontier.set_meta("revisit", "1")
+            log.info("%d pages fetched before --revisit are due again in %g s", watched, self.revisit_min)
 
     @property
     def where(self) -> str:
@@ -523,7 +571,7 @@ class Crawler:
                 now = time.time()
                 if self.policy is not POLICY.get():  # another worker of the fleet added seeds
                     POLICY.set(self.policy)
-                if self._limit_reached():
+                if self._limit_reached() and not self.revisit:  # a revisiting crawl watches the pages it has
                     self.stats.limit = self.stats.limit or "max-pages"
                     break
                 if self._failure is not None:
@@ -539,7 +587,7 @@ class Crawler:
                 pause = 0.1
                 if not active:
                     at = await self.frontier.next_ready_at(self._full)
-                    if at is None or at > now + self.max_delay:
+                    if at is None or (at > now + self.max_delay and not self.revisit):
                         await self._refresh_counts()
                         if not self.stats.in_flight:
                             break  # nothing left but hosts parked for longer than max_delay
@@ -629,6 +677,9 @@ class Crawler:
         parked = await self.frontier.parked()
         now = time.time()
         self.stats.parked = {a: why for a, (until, why) in parked.items() if until > now}
+        if self.revisit:
+            coming = await self.frontier.revisits(now)
+            self.stats.due_now, self.stats.next_due = coming.due_now, coming.next_due
 
     async def _emit(self, page: Page) -> None:
         self.stats.count(page)
@@ -650,7 +701,7 @@ class Crawler:
                     if await self.frontier.host_done(auth) >= self.max_per_host:
                         self._full.add(auth)
                         break
-                if self._limit_reached():
+                if self._limit_reached() and not self.revisit:
                     break
                 asked = self.frontier.lease(auth, self.owner, self.lease)
                 await self._confirm(settling)
@@ -658,16 +709,24 @@ class Crawler:
                 lease = await asked
                 if lease is None:
                     break
-                reserved = 0 if _is_caps(lease.url) else 1  # caps.txt is no page: --max-pages skips it
+                # caps.txt is no page: --max-pages skips it; nor is a revisit a new page
+                reserved = 0 if _is_caps(lease.url) or lease.capture_at is not None else 1
+                watching = reserved and self.revisit and self._limit_reached()  # only the pages it has
                 self._reserved += reserved
                 self._leased[lease.url] = lease  # renewed until its settling is committed
+                if self.revisit:
+                    self._visiting[lease.url] = _Visiting()
                 try:
-                    again = await self._settle(auth, lease)
+                    if watching:
+                        again = self._beyond_limit(lease)
+                    else:
+                        again = await self._settle(auth, lease)
                 except BaseException:
                     self._leased.pop(lease.url, None)
                     raise
                 finally:
                     self._reserved -= reserved
+                    self._visiting.pop(lease.url, None)
                 settling = self._settling.pop(lease.url, None)
                 if settling is None:  # back in the queue (a retry, its host parked): no longer ours
                     self._leased.pop(lease.url, None)
@@ -676,6 +735,13 @@ class Crawler:
             await self._confirm(settling)
         finally:
             self.stats.waiting.pop(auth, None)
+
+    def _beyond_limit(self, lease: Lease) -> bool:
+        """A revisiting crawl past --max-pages watches the pages it has: a new one is not fetched."""
+        reason = f"--max-pages {self.max_pages}: a revisiting crawl watches the pages it reached first"
+        self._finish(Page(lease.url, "skipped", lease.depth, time.time(), item_type=_item_type(lease.url),
+                          reason=reason))  # fmt: skip
+        return True
 
     async def _confirm(self, settling: _Settling | None) -> None:
         """Wait for a page's settling to be committed, then yield it."""
@@ -706,6 +772,12 @@ class Crawler:
             return True
         policy = await self.robot.policy(url)
         asked = asked_spacing(policy.robots, self.agent or "*", self.roles or (), profile=self.profile)
+        visiting = self._visiting.get(url)
+        if visiting is not None:
+            read_as = self.profile or policy.key  # as the robot reads it: by scheme unless named
+            visiting.check = policy.robots.check_interval(
+                self.agent or "*", self.roles or (), profile=read_as
+            )
         if asked > self.max_delay:
             why = f"robots.txt asks for {asked:g} s between requests"
             why += f", more than --max-delay {self.max_delay:g} s"
@@ -717,6 +789,8 @@ class Crawler:
         honoured = await self._turn(auth, spacing, policy.entry)
         self.stats.waiting.pop(auth, None)
         self.stats.requests += 1
+        if visiting is not None:
+            visiting.started = time.time()
         self.ledger.note(url, "caps" if _is_caps(url) else "page", lease.token or None, spacing, honoured)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self._holding(auth, spacing):
@@ -872,7 +946,7 @@ class Crawler:
         if r.error is not None or r.status is None:
             self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
-        await self._archive(r, "gemini", now, auth, cert)
+        await self._archive(r, "gemini", now, lease, auth, cert)
         action = meaning.gemini_action(r.status, r.meta, url)
         if action.kind == "store":
             mime = action.mime or "text/gemini"
@@ -950,12 +1024,14 @@ class Crawler:
         if r.error is not None:
             self._finish(Page(url, "error", depth, now, reason=r.error, **base), requested=bool(r.request))
             return True
-        await self._archive(r, "gopher", now)
+        await self._archive(r, "gopher", now, lease)
         caps = _is_caps(url)
         binary = item_type in gophermap.BINARY_TYPES
         error = None if binary else gophermap.error_reply(r.body)
         if error is not None or (not r.body and not binary):
             reason = error or "the server sent nothing"
+            if lease.url in self._visiting:
+                self._visiting[lease.url].gone = True  # a selector that was there, if it was visited before
             if caps:  # caps.txt is optional: its absence is no error of the crawl's
                 self._finish(Page(url, "skipped", depth, now, reason=f"no caps.txt: {reason}", **base))
             else:
@@ -1020,6 +1096,8 @@ class Crawler:
         page = dataclasses.replace(page, title=found.title, links=tuple(seen), mirrors=tuple(mirrors),
                                    links_more=found.more, links_skipped=found.skipped_count)  # fmt: skip
         self._skip_links(page, found.skipped, found.skipped_count)
+        if self.revisit and self._limit_reached():
+            follow = []  # past --max-pages a revisiting crawl watches what it has, and adds nothing
         self._finish(page, follow, depth=depth, requested=True)
 
     def _skip_links(self, page: Page, skipped: Iterable[links.Skipped], count: int) -> None:
@@ -1044,15 +1122,29 @@ class Crawler:
         host, port = _host_port(auth)
         await self.frontier.add(urls.gopher_url(host, port, "0", "caps.txt"), depth)
 
-    async def _archive(self, r: Response, scheme: Literal["gemini", "gopher"], when: float, auth: str = "",
-                       cert: Certificate | None = None) -> None:  # fmt: skip
+    async def _archive(self, r: Response, scheme: Literal["gemini", "gopher"], when: float, lease: Lease,
+                       auth: str = "", cert: Certificate | None = None) -> None:  # fmt: skip
         """The request and response records, written before the page is settled (and a Gemini
         server's certificate, as PEM in a metadata record, once per host and certificate).  A large
         reply is compressed in a thread (zlib lets the GIL go), so a 5 MiB page stalls no other
-        host; the lock keeps records whole and in order."""
+        host; the lock keeps records whole and in order.
+
+        A revisiting crawl compares the response's payload digest with the last visit's: the same,
+        and a revisit record naming the capture that holds that payload stands for it."""
+        visiting = self._visiting.get(lease.url)
+        same = False
+        if visiting is not None:
+            payload = digest(r.raw)
+            same = payload == lease.digest and lease.capture_at is not None
+            visiting.capture = (payload, lease.capture_at if same and lease.capture_at else when, not same)
         if self.warc is None:
             return
         async with self._warc_lock:
+            if same and lease.capture_at is not None:
+                self.warc.write_revisit(
+                    r.url, r.request, r.raw, scheme, when, lease.url, lease.capture_at, r.peer
+                )
+                return
             if cert is not None and (auth, cert.sha256) not in self._cert_archived:
                 self._cert_archived.add((auth, cert.sha256))
                 self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
@@ -1070,14 +1162,59 @@ class Crawler:
                 requested: bool = False) -> None:  # fmt: skip
         """pages.jsonl, then the frontier (with the links, in one transaction): a kill between the
         two re-fetches this page only.  The worker awaits the settling with its next lease, and the
-        page is yielded once it is committed.  ``requested``: a page was asked for (--max-pages)."""
+        page is yielded once it is committed.  ``requested``: a page was asked for (--max-pages; a
+        revisiting crawl counts a URL's first response only).
+
+        A revisiting crawl settles the URL with its next due time (``_visit``) in the same step."""
+        lease = self._leased.get(page.url)
+        visiting = self._visiting.get(page.url)
+        visit = None
+        if lease is not None and visiting is not None:
+            visit = self._visit(lease, page, visiting)
+            page = dataclasses.replace(
+                page, visit=visit.number, changed=True if visit.number == 1 else visit.changed
+            )
+        counted = requested and (lease is None or lease.capture_at is None)
         self._record(page)
         links = list(links)
         settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects,
-                                     page=requested)  # fmt: skip
-        if requested:
+                                     page=counted, visit=visit)  # fmt: skip
+        if counted:
             self._pages += 1
         self._settling[page.url] = (settled, page, bool(links))
+
+    def _visit(self, lease: Lease, page: Page, visiting: _Visiting) -> Visit:
+        """When a revisiting crawl asks for ``page``'s URL again (None: never), and what it keeps.
+
+        - a page (a 30 redirect included): after ``next_interval``, counted from its request;
+        - an answer that says it has gone (51, a Gopher error), for a URL visited before: after
+          the maximum, and never again after ``GONE_AFTER`` such answers in a row;
+        - disallowed: once the robots.txt in force has expired, so a file that relents is seen;
+        - another error on a revisit: after the same interval again (a server away for a while
+          keeps its pages' schedules);
+        - a first visit's error or refusal, a 31, a 52: never (a 31's target is queued anew)."""
+        now = time.time()
+        started = visiting.started if visiting.started is not None else now
+        digest_, capture_at, changed = (
+            (lease.digest, lease.capture_at, None) if visiting.capture is None else visiting.capture
+        )
+        interval, misses, due = lease.interval, lease.misses, None
+        floor = max(visiting.check or 0.0, self.min_delay)
+        if page.outcome == "disallowed":
+            expires = page.decision.expires_at if page.decision is not None else 0.0
+            due = max(expires, now + self.min_delay)
+        elif (page.status == 51 or visiting.gone) and lease.visits > 0:
+            misses += 1
+            wait = after_missing(misses, visiting.check, self.revisit_max, self.min_delay)
+            due = None if wait is None else started + wait
+        elif page.outcome == "fetched" or (page.outcome == "redirect" and not page.permanent):
+            misses = 0
+            interval = next_interval(lease.interval, changed is not False, visiting.check, self.revisit_min,
+                                     self.revisit_max, self.min_delay)  # fmt: skip
+            due = started + interval
+        elif lease.visits > 0 and page.status != 52 and not page.permanent:
+            due = started + max(interval or self.revisit_min, floor)
+        return Visit(lease.visits + 1, due, interval, digest_, capture_at, misses, changed, lease.token)
 
 
 def read_settings(

@@ -32,6 +32,7 @@ set is kept in Python, so memory stays bounded whatever the crawl's size.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -67,6 +68,39 @@ class Lease:
     # One lease's own id, new each time the URL is leased: the ledger names it, so a request made
     # under an expired lease and the same URL's next lease tell apart.  Not part of equality.
     token: str = field(default="", compare=False)
+    # A revisiting crawl's memory of the URL (``Visit``): times settled so far (0: never), the
+    # interval that led to this visit, the payload digest and capture time of the last response
+    # kept in full, and "gone" answers in a row.
+    visits: int = 0
+    interval: float | None = None
+    digest: str | None = None
+    capture_at: float | None = None
+    misses: int = 0
+
+
+@dataclass(frozen=True)
+class Visit:
+    """How a revisiting crawl settles a leased URL: back in the queue, due at ``due``, or for good.
+
+    Given to ``Frontier.done`` so that the settling and the re-queueing are one atomic step: a
+    kill cannot leave a URL settled and never due again, nor due twice."""
+
+    number: int  # times the URL has been settled, this one included (1: its first visit)
+    due: float | None  # when it may be leased again (epoch seconds); None: settled for good
+    interval: float | None = None  # the interval that gave ``due`` (doubled while unchanged)
+    digest: str | None = None  # the payload digest of the last response (``warc.digest``)
+    capture_at: float | None = None  # when the response kept in full with that payload was fetched
+    misses: int = 0  # "gone" answers in a row (51, a Gopher error for a selector that was there)
+    changed: bool | None = None  # None: no response to compare (disallowed, an error)
+    token: str = ""  # the lease settled (``Lease.token``): a fleet settles only the lease it names
+
+
+@dataclass(frozen=True)
+class Revisits:
+    """What a revisiting crawl has coming: URLs visited before and due now, and the next due time."""
+
+    due_now: int
+    next_due: float | None
 
 
 class Frontier(Protocol):
@@ -111,6 +145,7 @@ class Frontier(Protocol):
         depth: int = 0,
         redirects: int = 0,
         page: bool = False,
+        visit: Visit | None = None,
     ) -> Awaitable[int]:
         """Settle ``url`` (in flight or queued) with ``outcome``, queueing ``links`` in the same transaction.
 
@@ -118,6 +153,11 @@ class Frontier(Protocol):
         fall between a page being settled and its links being known.  ``page``: a page was
         requested for it (counted under ``pages``, for --max-pages).  Returns how many of the
         links were new.
+
+        ``visit`` (a revisiting crawl): the URL must be in flight; with ``visit.due`` it goes back
+        to the queue, due then, with the visit's memory, in the same step; counted under
+        ``visit:N`` and ``changed:N`` when a response was compared.  A settle of a URL no longer
+        in flight (a repeat whose first reply was lost) changes nothing but the links.
         """
         ...
 
@@ -130,6 +170,16 @@ class Frontier(Protocol):
 
     async def requeue(self, outcome: str) -> int:
         """Queue again every URL settled with ``outcome`` (``--retry-errors``); returns how many."""
+        ...
+
+    async def revisit_settled(self, due: float) -> int:
+        """Queue again, due at ``due``, every URL settled ``fetched`` or ``redirect`` for good: a
+        crawl made without --revisit resumed with it.  Their payloads are unknown, so their next
+        visit counts as changed.  Returns how many."""
+        ...
+
+    async def revisits(self, now: float) -> Revisits:
+        """URLs visited before and queued again: how many are due at ``now``, when the next is."""
         ...
 
     async def recover(self, owner: str | None = None) -> int:
@@ -189,7 +239,8 @@ class Frontier(Protocol):
         ...
 
     async def host_done(self, authority: str) -> int:
-        """URLs of ``authority`` settled so far (for --max-per-host)."""
+        """URLs of ``authority`` settled so far, those queued again for a revisit included
+        (for --max-per-host)."""
         ...
 
     async def get_meta(self, key: str) -> str | None: ...
@@ -222,7 +273,12 @@ CREATE TABLE IF NOT EXISTS urls (
     owner TEXT,
     lease_until REAL,
     outcome TEXT,
-    settled_at REAL
+    settled_at REAL,
+    visits INTEGER NOT NULL DEFAULT 0,
+    interval REAL,
+    digest TEXT,
+    capture_at REAL,
+    misses INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (authority, not_before, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leases ON urls (lease_until) WHERE state = 'in_flight';
@@ -234,7 +290,8 @@ CREATE TABLE IF NOT EXISTS authorities (
     parked_until REAL NOT NULL DEFAULT 0,
     park_reason TEXT,
     eligible_at REAL,
-    last_leased REAL NOT NULL DEFAULT 0
+    last_leased REAL NOT NULL DEFAULT 0,
+    kept INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS authorities_turn ON authorities (last_leased) WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_eligible ON authorities (eligible_at) WHERE eligible_at IS NOT NULL;
@@ -249,6 +306,17 @@ CREATE TABLE IF NOT EXISTS workers (
 ) WITHOUT ROWID;
 """
 
+
+# Columns added since the first release, with their declarations: a crawl file made before them
+# gains them when it is opened (``_migrate``); ``user_version`` then says it is done.
+_ADDED = {
+    "urls": ("visits INTEGER NOT NULL DEFAULT 0", "interval REAL", "digest TEXT", "capture_at REAL",
+             "misses INTEGER NOT NULL DEFAULT 0"),
+    "authorities": ("kept INTEGER NOT NULL DEFAULT 0",),
+}  # fmt: skip
+SCHEMA_VERSION = 1
+# Revisits waiting for their due time, for ``revisits`` (status): new URLs have visits = 0.
+_DUE_INDEX = "CREATE INDEX IF NOT EXISTS urls_due ON urls (not_before) WHERE state = 'queued' AND visits > 0"
 
 _Change = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]  # a change and its caller
 
@@ -277,6 +345,8 @@ class SQLiteFrontier:
         self._committer: asyncio.Task[None] | None = None
         try:
             self._db = connect(path, busy_timeout, _SCHEMA + SLOTS_SCHEMA)
+            if self._db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                self._write_now(_migrate)
         except (OSError, sqlite3.Error) as exc:
             raise FrontierError(f"cannot open the frontier {path}: {exc}") from None
 
@@ -300,8 +370,8 @@ class SQLiteFrontier:
             if turn is None or turn[0] is None or turn[0] > now:
                 return None  # nothing queued, or nothing ready yet, or parked
             row = db.execute(
-                "SELECT id, url, depth, attempts, parent, redirects FROM urls"
-                " WHERE authority = ? AND state = 'queued' AND not_before <= ?"
+                "SELECT id, url, depth, attempts, parent, redirects, visits, interval, digest, capture_at,"
+                " misses FROM urls WHERE authority = ? AND state = 'queued' AND not_before <= ?"
                 " ORDER BY not_before, id LIMIT 1",
                 (authority, now),
             ).fetchone()
@@ -317,7 +387,7 @@ class SQLiteFrontier:
                 f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                 (self._turn, authority),
             )
-            return Lease(row[1], row[2], row[3], row[4], row[5], secrets.token_hex(8))
+            return Lease(row[1], row[2], row[3], row[4], row[5], secrets.token_hex(8), *row[6:])
 
         return self._write(take)
 
@@ -330,12 +400,16 @@ class SQLiteFrontier:
         depth: int = 0,
         redirects: int = 0,
         page: bool = False,
+        visit: Visit | None = None,
     ) -> Awaitable[int]:
         todo = list(links)
 
         def settle(db: sqlite3.Connection) -> int:
-            row = db.execute("SELECT state, authority FROM urls WHERE url = ?", (url,)).fetchone()
-            if row is not None and row[0] != DONE:
+            row = db.execute("SELECT state, authority, visits FROM urls WHERE url = ?", (url,)).fetchone()
+            if visit is not None:
+                if row is not None and row[0] == IN_FLIGHT and row[2] < visit.number:  # else a repeat
+                    _settle_visit(db, url, row[1], first=row[2] == 0, outcome=outcome, page=page, visit=visit)
+            elif row is not None and row[0] != DONE:
                 db.execute(
                     "UPDATE urls SET state = 'done', outcome = ?, owner = NULL, lease_until = NULL,"
                     " settled_at = ? WHERE url = ?",
@@ -427,6 +501,35 @@ class SQLiteFrontier:
 
         return await self._write(again)
 
+    async def revisit_settled(self, due: float) -> int:
+        def again(db: sqlite3.Connection) -> int:
+            where = "state = 'done' AND outcome = 'fetched'"
+            per_authority = db.execute(
+                f"SELECT authority, count(*) FROM urls WHERE {where} GROUP BY authority"
+            ).fetchall()
+            db.execute(
+                f"UPDATE urls SET state = 'queued', outcome = NULL, attempts = 0, not_before = ?,"
+                f" visits = max(visits, 1) WHERE {where}",
+                (due,),
+            )
+            for name, n in per_authority:
+                db.execute(
+                    f"UPDATE authorities SET queued = queued + ?, done = done - ?, kept = kept + ?,"
+                    f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
+                    (n, n, n, name),
+                )
+            return sum(int(n) for _, n in per_authority)
+
+        return await self._write(again)
+
+    async def revisits(self, now: float) -> Revisits:
+        revisit = "state = 'queued' AND visits > 0"  # as urls_due's WHERE, so that index is used
+        due = self._db.execute(f"SELECT count(*) FROM urls WHERE {revisit} AND not_before <= ?", (now,))
+        n = int(due.fetchone()[0])
+        later = f"SELECT min(not_before) FROM urls WHERE {revisit} AND not_before > ?"
+        first = self._db.execute(later, (now,)).fetchone()[0]
+        return Revisits(n, None if first is None else float(first))
+
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
@@ -468,7 +571,9 @@ class SQLiteFrontier:
         return {name: (until, reason or "") for name, until, reason in rows}
 
     async def host_done(self, authority: str) -> int:
-        row = self._db.execute("SELECT done FROM authorities WHERE authority = ?", (authority,)).fetchone()
+        row = self._db.execute(
+            "SELECT done + kept FROM authorities WHERE authority = ?", (authority,)
+        ).fetchone()
         return int(row[0]) if row else 0
 
     # -- request slots, as the cache Store's (see Frontier.book and Frontier.claim) -------------
@@ -646,6 +751,54 @@ def _deliver(batch: list[_Change], results: list[object]) -> None:
             done.set_result(result)
 
 
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a frontier file made by an older manners up to this schema: the columns it lacks (a
+    constant default rewrites only the schema, not the table, so this is instant on millions of
+    URLs), their index, and ``user_version`` so the next open skips this."""
+    for table, columns in _ADDED.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column.split()[0] not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+    db.execute(_DUE_INDEX)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _settle_visit(
+    db: sqlite3.Connection, url: str, name: str, *, first: bool, outcome: str, page: bool, visit: Visit
+) -> None:
+    """Settle an in-flight URL of a revisiting crawl: queued again, due at ``visit.due``, or for good.
+
+    ``kept`` counts an authority's URLs settled at least once and queued again, so that
+    ``host_done`` (``done + kept``) counts each URL once however many times it is visited."""
+    memory = (visit.number, visit.interval, visit.digest, visit.capture_at, visit.misses, url)
+    if visit.due is not None:
+        db.execute(
+            "UPDATE urls SET state = 'queued', not_before = ?, attempts = 0, outcome = NULL, owner = NULL,"
+            " lease_until = NULL, settled_at = ?, visits = ?, interval = ?, digest = ?, capture_at = ?,"
+            " misses = ? WHERE url = ?",
+            (visit.due, time.time(), *memory),
+        )
+        change = f"queued = queued + 1, kept = kept + {int(first)}, eligible_at = {_ELIGIBLE}"
+    else:
+        db.execute(
+            "UPDATE urls SET state = 'done', outcome = ?, owner = NULL, lease_until = NULL, settled_at = ?,"
+            " visits = ?, interval = ?, digest = ?, capture_at = ?, misses = ? WHERE url = ?",
+            (outcome, time.time(), *memory),
+        )
+        change = f"done = done + 1, kept = kept - {int(not first)}"
+    db.execute(f"UPDATE authorities SET in_flight = in_flight - 1, {change} WHERE authority = ?", (name,))
+    names = [outcome, PAGES] if page else [outcome]
+    if visit.changed is not None:
+        names.append(f"visit:{visit.number}")
+        if visit.changed:
+            names.append(f"changed:{visit.number}")
+    db.executemany(
+        "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
+        [(n,) for n in names],
+    )
+
+
 def _unlease(db: sqlite3.Connection, where: str, args: tuple[object, ...], attempt: bool) -> int:
     """The leases ``where`` selects back to the queue (``attempt``: counted as a try); how many."""
     per_authority = db.execute(
@@ -769,17 +922,23 @@ class Patient:
         depth: int = 0,
         redirects: int = 0,
         page: bool = False,
+        visit: Visit | None = None,
     ) -> Awaitable[int]:
         todo = list(links)
-        return self._call(
-            lambda: self.inner.done(url, outcome, todo, depth=depth, redirects=redirects, page=page)
-        )
+        settle = functools.partial(self.inner.done, depth=depth, redirects=redirects, page=page, visit=visit)
+        return self._call(lambda: settle(url, outcome, todo))
 
     async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
         await self._call(lambda: self.inner.retry(url, not_before, attempt))
 
     async def requeue(self, outcome: str) -> int:
         return await self._call(lambda: self.inner.requeue(outcome))
+
+    async def revisit_settled(self, due: float) -> int:
+        return await self._call(lambda: self.inner.revisit_settled(due))
+
+    async def revisits(self, now: float) -> Revisits:
+        return await self._call(lambda: self.inner.revisits(now))
 
     async def recover(self, owner: str | None = None) -> int:
         return await self._call(lambda: self.inner.recover(owner))

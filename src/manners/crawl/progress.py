@@ -44,12 +44,19 @@ def rate(s: Stats) -> str:
     return f"{s.fetched / elapsed:.1f}" if elapsed >= 3 else "-"
 
 
-def status_line(s: Stats) -> str:
-    return (
+def status_line(s: Stats, revisit: bool = False) -> str:
+    line = (
         f"fetched {s.fetched}, queued {s.queued}, disallowed {s.disallowed}, errors {s.errors},"
         f" redirects {s.redirects}, skipped {s.skipped}, {size(s.bytes)}, {rate(s)} pages/s,"
         f" hosts active {s.hosts_active}, waiting {len(s.waiting) + len(s.parked)}"
     )
+    return f"{line}, {coming(s)}" if revisit else line
+
+
+def coming(s: Stats) -> str:
+    """A revisiting crawl's line: what it found again, and what is due."""
+    later = f"next due {timestamp(s.next_due)}" if s.next_due is not None else "none due later"
+    return f"revisits {s.revisits} ({s.changed} changed), due now {s.due_now}, {later}"
 
 
 def describe(page: Page) -> str:
@@ -97,7 +104,8 @@ class Progress:
             self._live.update(self._render())
         elif time.monotonic() - self._last_plain >= PLAIN_EVERY:
             self._last_plain = time.monotonic()
-            print(f"manners crawl: {status_line(self.crawler.stats)}", file=self.stream, flush=True)
+            print(f"manners crawl: {status_line(self.crawler.stats, self.crawler.revisit)}", file=self.stream,
+                  flush=True)  # fmt: skip
 
     def close(self) -> None:
         if self._live is not None:
@@ -119,6 +127,10 @@ class Progress:
                         rate(s))  # fmt: skip
         figures.add_row("redirects", str(s.redirects), "skipped", str(s.skipped), "hosts active",
                         str(s.hosts_active))  # fmt: skip
+        if self.crawler.revisit:
+            later = timestamp(s.next_due) if s.next_due is not None else "-"
+            figures.add_row("revisits", str(s.revisits), "changed", str(s.changed), "due now", str(s.due_now))
+            figures.add_row("next due", later, "", "", "", "")
         parts: list[Any] = [Text("manners crawl", style="bold"), figures]
         waiting = {**dict(s.waiting), **dict(s.parked)}
         if waiting:
@@ -166,6 +178,7 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
         "recovered": getattr(crawler, "recovered", 0),
         "requeued": getattr(crawler, "requeued", 0),
         "dropped": s.dropped,
+        "revisits": {"revisits": s.revisits, "changed": s.changed} if crawler.revisit else None,
         "whole": {
             "pages": crawler.whole.get("pages", 0),
             "queued": crawler.whole.get("queued", 0),
@@ -189,6 +202,13 @@ async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict
     parked = await frontier.parked()
     workers = {worker: _worker(seen, now) for worker, seen in (await frontier.workers()).items()}
     oldest = await frontier.oldest_lease()
+    coming = await frontier.revisits(now)
+    per_visit: dict[str, dict[str, int]] = {}
+    for key, n in counts.items():
+        kind, _, number = key.partition(":")
+        if kind in ("visit", "changed") and number.isdigit():
+            figures = per_visit.setdefault(number, {"visited": 0, "changed": 0})
+            figures["visited" if kind == "visit" else "changed"] = n
     lease = None
     if oldest is not None:
         left = round(float(str(oldest["expires_in"])), 3)
@@ -200,7 +220,14 @@ async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict
         "identity": {k: identity.get(k) for k in IDENTITY} if isinstance(identity, dict) else None,
         "seeds": json.loads(await frontier.get_meta("seeds") or "[]"),
         "urls": {state: counts.get(state, 0) for state in (QUEUED, IN_FLIGHT, DONE)},
-        "outcomes": {k: n for k, n in sorted(counts.items()) if k not in (QUEUED, IN_FLIGHT, DONE)},
+        "outcomes": {
+            k: n for k, n in sorted(counts.items()) if k not in (QUEUED, IN_FLIGHT, DONE) and ":" not in k
+        },
+        "revisits": {
+            "due_now": coming.due_now,
+            "next_due": timestamp(coming.next_due) if coming.next_due is not None else None,
+            "per_visit": dict(sorted(per_visit.items(), key=lambda item: int(item[0]))),
+        },
         "hosts": {"queued": len(queued), "ready": len(ready), "parked": len(parked)},
         "parked": {
             a: {"until": timestamp(min(t, now + FOREVER)), "reason": why} for a, (t, why) in parked.items()
@@ -241,6 +268,14 @@ def status_lines(status: dict[str, Any]) -> list[str]:
 
     lines.append(f"hosts: {capped(hosts['queued'])} with URLs queued, {capped(hosts['ready'])} ready now,"
                  f" {hosts['parked']} parked")  # fmt: skip
+    revisits = status["revisits"]
+    if revisits["per_visit"] or revisits["due_now"] or revisits["next_due"]:
+        later = f"next due {revisits['next_due']}" if revisits["next_due"] else "none due later"
+        lines.append(f"revisits: due now {revisits['due_now']}, {later}")
+        shown = list(revisits["per_visit"].items())
+        if shown:
+            lines.append("  changed per visit: " + "; ".join(
+                f"visit {n}: {v['changed']} of {v['visited']}" for n, v in shown[-RECENT:]))  # fmt: skip
     for auth, park in list(status["parked"].items())[:RECENT]:
         lines.append(f"  parked {auth} until {park['until']}: {park['reason']}")
     if len(status["parked"]) > RECENT:

@@ -9,15 +9,19 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 ``SHARDS`` shards (CRC-32 of its name), and all keys of a shard carry the hash tag ``{N:k}``:
 
 - ``N:{N:k}:u:AUTH``  hash, URL -> its record, packed with cmsgpack: state, depth, attempts,
-  redirects, not_before, id, parent, outcome.  The seen-set: every URL of AUTH, in any state.
+  redirects, not_before, id, parent, outcome, and a revisiting crawl's visits, interval, digest,
+  capture_at, misses (records written before those five existed read them as absent).  The
+  seen-set: every URL of AUTH, in any state.
 - ``N:{N:k}:q:AUTH``  sorted set of AUTH's queued URLs, scored by not_before; each member is the
   URL behind its id in ten digits, so ties go in the order the URLs were added (as in SQLite).
-- ``N:{N:k}:a:AUTH``  hash: ``seq`` (last id), ``done``, ``turn`` (last leased, server time),
-  ``parked`` (until, the crawler's clock) and ``reason``.
+- ``N:{N:k}:a:AUTH``  hash: ``seq`` (last id), ``done``, ``kept`` (URLs settled and queued again
+  for a revisit), ``turn`` (last leased, server time), ``parked`` (until, the crawler's clock) and
+  ``reason``.
 - ``N:{N:k}:due``     sorted set, AUTH -> when its next URL is ready (its earliest not_before or
   its park's end); only authorities with something queued.
 - ``N:{N:k}:turn``    sorted set, the same authorities -> when they were last leased.
 - ``N:{N:k}:parked``  sorted set, AUTH -> end of its park.
+- ``N:{N:k}:revisit`` sorted set, URL -> due, of the queued URLs visited before (for status).
 - ``N:{N:k}:leases``  sorted set, URL in flight -> lease expiry (server time);
   ``N:{N:k}:held`` hash, URL in flight -> (token, owner, AUTH).
 - ``N:{N:k}:outbox``  hash, page URL -> JSON of its links bound for other shards, until queued.
@@ -81,7 +85,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..cache.redis import BOOK, CLAIM
-from .frontier import DONE, IN_FLIGHT, QUEUED, WORKERS_KEPT, FrontierError, Lease, _retrieved
+from .frontier import DONE, IN_FLIGHT, QUEUED, WORKERS_KEPT, FrontierError, Lease, Revisits, Visit, _retrieved
 from .urls import authority
 
 if TYPE_CHECKING:
@@ -108,20 +112,29 @@ end
 local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', P .. 'counts', field, n) end
 end
--- A URL's record: {state, depth, attempts, redirects, not_before, id, parent, outcome}.
+-- A URL's record: {state, depth, attempts, redirects, not_before, id, parent, outcome, visits,
+-- interval, digest, capture_at, misses}; absent values are false (a record of 8 fields, written
+-- before a crawl could revisit, reads the last five as absent).
 local function load(a, url)
   local packed = redis.call('HGET', key('u', a), url)
   if not packed then return nil end
-  return {cmsgpack.unpack(packed)}
+  local r = {cmsgpack.unpack(packed)}
+  for i = 9, 13 do if r[i] == nil then r[i] = false end end
+  r[9], r[13] = r[9] or 0, r[13] or 0
+  return r
 end
 local function store(a, url, r)
-  redis.call('HSET', key('u', a), url, cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))
+  redis.call('HSET', key('u', a), url, cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+             r[10], r[11], r[12], r[13]))
 end
 local function enqueue(a, url, r)
   r[1] = QUEUED
   store(a, url, r)
   redis.call('ZADD', key('q', a), score(r[5]), string.format('%010d', r[6]) .. url)
+  if r[9] > 0 then redis.call('ZADD', P .. 'revisit', score(r[5]), url) end
 end
+-- A number as a reply carries it (Lua numbers become integers), or false.
+local function exact(x) if x then return score(x) end return false end
 local function unlease(url)
   redis.call('ZREM', P .. 'leases', url)
   redis.call('HDEL', P .. 'held', url)
@@ -159,7 +172,7 @@ local function add_urls(i)
         code = -1
       else
         local id = redis.call('HINCRBY', key('a', a), 'seq', 1)
-        enqueue(a, url, {QUEUED, depth, 0, redirects, 0, id, parent, false})
+        enqueue(a, url, {QUEUED, depth, 0, redirects, 0, id, parent, false, 0, false, false, false, 0})
         touched[a] = true
         code = 1
         added = added + 1
@@ -187,6 +200,7 @@ local first = redis.call('ZRANGEBYSCORE', key('q', a), '-inf', ARGV[5], 'LIMIT',
 if #first == 0 then return false end
 local url = string.sub(first[1], 11)
 redis.call('ZREM', key('q', a), first[1])
+redis.call('ZREM', P .. 'revisit', url)
 local r = load(a, url)
 r[1] = IN_FLIGHT
 store(a, url, r)
@@ -197,19 +211,58 @@ redis.call('HSET', key('a', a), 'turn', score(t))
 refresh(a)
 count('queued', -1)
 count('in_flight', 1)
-return {url, r[2], r[3], r[7], r[4], ARGV[6]}
+return {url, r[2], r[3], r[7], r[4], ARGV[6], r[9], exact(r[10]), r[11], exact(r[12]), r[13]}
 """
 
 # ARGV: prefix, authority, url, outcome, page (0/1), the JSON of its links for the outbox ('' for
-# none), then add_urls' arguments for the links of this shard.  Returns {queue the outbox's links
-# (1: settled now; 0: settled before, and 1 if its outbox entry waits still), the links' codes}.
+# none), a revisiting crawl's visit (number, 0 for none; due, interval, digest, capture_at, '' for
+# none; misses; changed, '' for none, else 0/1; the lease's token), then add_urls' arguments for
+# the links of this shard.  Returns {queue the outbox's links (1: settled now; 0: settled before,
+# and 1 if its outbox entry waits still), the links' codes}.  A visit settles only the lease it
+# names: one settled already (the reply lost) is back in the queue, or leased anew.
 _SETTLE = """
 local a, url = ARGV[2], ARGV[3]
 local r = load(a, url)
+local number = tonumber(ARGV[7])
+local function opt(x) if x == '' then return false end return x end
+local function mine()
+  local held = redis.call('HGET', P .. 'held', url)
+  return r and r[1] == IN_FLIGHT and held and cmsgpack.unpack(held) == ARGV[14]
+end
+if number > 0 then
+  if not mine() then return {redis.call('HEXISTS', P .. 'outbox', url), {}} end
+  unlease(url)
+  count('in_flight', -1)
+  local first = r[9] == 0
+  r[9], r[10], r[11], r[12], r[13] = number, tonumber(opt(ARGV[9])) or false, opt(ARGV[10]),
+    tonumber(opt(ARGV[11])) or false, tonumber(ARGV[12])
+  if ARGV[8] ~= '' then
+    r[3], r[5], r[8] = 0, tonumber(ARGV[8]), false
+    enqueue(a, url, r)
+    refresh(a)
+    count('queued', 1)
+    if first then redis.call('HINCRBY', key('a', a), 'kept', 1) end
+  else
+    r[1], r[8] = DONE, ARGV[4]
+    store(a, url, r)
+    redis.call('HINCRBY', key('a', a), 'done', 1)
+    if not first then redis.call('HINCRBY', key('a', a), 'kept', -1) end
+    count('done', 1)
+  end
+  count('o:' .. ARGV[4], 1)
+  if ARGV[5] == '1' then count('o:pages', 1) end
+  if ARGV[13] ~= '' then
+    count('o:visit:' .. number, 1)
+    if ARGV[13] == '1' then count('o:changed:' .. number, 1) end
+  end
+  if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
+  return {1, add_urls(15)}
+end
 if r and r[1] == DONE then return {redis.call('HEXISTS', P .. 'outbox', url), {}} end
 if r then
   if r[1] == QUEUED then
     redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
+    redis.call('ZREM', P .. 'revisit', url)
     count('queued', -1)
     refresh(a)
   else
@@ -225,7 +278,7 @@ if r then
   if ARGV[5] == '1' then count('o:pages', 1) end
 end
 if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
-return {1, add_urls(7)}
+return {1, add_urls(15)}
 """
 
 # ARGV: prefix, authority, url, not_before, attempts to add (0/1).
@@ -288,7 +341,7 @@ local a, outcome = ARGV[2], ARGV[3]
 local scan = redis.call('HSCAN', key('u', a), ARGV[4], 'COUNT', 500)
 local n = 0
 for i = 1, #scan[2], 2 do
-  local r = {cmsgpack.unpack(scan[2][i + 1])}
+  local r = load(a, scan[2][i])
   if r[1] == DONE and r[8] == outcome then
     r[3], r[5], r[8] = 0, 0, false
     enqueue(a, scan[2][i], r)
@@ -305,6 +358,36 @@ if n > 0 then
   count('o:' .. outcome, -n)
 end
 return {scan[1], n}
+"""
+
+# ARGV: prefix, authority, due, HSCAN cursor.  Queues a batch of the URLs settled ``fetched`` again,
+# due then, as visited once (a crawl made without --revisit resumed with it); {cursor, how many}.
+_REVISIT_SETTLED = """
+local a = ARGV[2]
+local scan = redis.call('HSCAN', key('u', a), ARGV[4], 'COUNT', 500)
+local n = 0
+for i = 1, #scan[2], 2 do
+  local r = load(a, scan[2][i])
+  if r[1] == DONE and r[8] == 'fetched' then
+    r[3], r[5], r[8], r[9] = 0, tonumber(ARGV[3]), false, math.max(r[9], 1)
+    enqueue(a, scan[2][i], r)
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', key('a', a), 'done', -n)
+  redis.call('HINCRBY', key('a', a), 'kept', n)
+  refresh(a)
+  count('done', -n)
+  count('queued', n)
+end
+return {scan[1], n}
+"""
+
+# ARGV: prefix, now.  Queued URLs visited before: how many are due at ``now``, and the next due.
+_REVISITS = """
+local later = redis.call('ZRANGEBYSCORE', P .. 'revisit', '(' .. ARGV[2], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+return {redis.call('ZCOUNT', P .. 'revisit', '-inf', ARGV[2]), later[2] or false}
 """
 
 # ARGV: prefix, authority, until, reason, now.
@@ -425,6 +508,7 @@ class RedisFrontier:
         self._requeue, self._park, self._parked = shard(_REQUEUE), shard(_PARK), shard(_PARKED)
         self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
         self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
+        self._revisit_settled, self._revisits = shard(_REVISIT_SETTLED), shard(_REVISITS)
 
     # -- adding and settling ------------------------------------------------------------------
 
@@ -446,8 +530,9 @@ class RedisFrontier:
             got = await self._run(self._lease_script, self._shard(authority), *args)
             if got is None:
                 return None
-            url, depth, attempts, parent, redirects, token = got
-            return Lease(url, int(depth), int(attempts), parent, int(redirects), token=token)
+            url, depth, attempts, parent, redirects, token, visits, interval, digest, capture_at, misses = got
+            return Lease(url, int(depth), int(attempts), parent, int(redirects), token, int(visits),
+                         _float(interval), digest, _float(capture_at), int(misses))  # fmt: skip
 
         return self._ordered({authority}, take)
 
@@ -460,6 +545,7 @@ class RedisFrontier:
         depth: int = 0,
         redirects: int = 0,
         page: bool = False,
+        visit: Visit | None = None,
     ) -> Awaitable[int]:
         """Settle ``url`` and queue its links (see the module docstring: outbox), idempotent.
 
@@ -475,7 +561,7 @@ class RedisFrontier:
             outbox = {"depth": depth, "redirects": redirects, "parent": url, "links": [u for _, u in away]}
             pending, codes = await self._run(
                 self._settle, shard, name, url, outcome, int(page), json.dumps(outbox) if away else "",
-                *self._add_args(depth, url, redirects, here),
+                *_visit_args(visit), *self._add_args(depth, url, redirects, here),
             )  # fmt: skip
             new = self._tally(codes)
             if pending and away:
@@ -508,6 +594,30 @@ class RedisFrontier:
             return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
 
         return await self._ordered({_ALL}, walk)
+
+    async def revisit_settled(self, due: float) -> int:
+        """As ``requeue``: a walk in batches, each atomic, that a repeat finishes."""
+
+        async def shard(k: int) -> int:
+            total = 0
+            async for name in self._authorities(k):
+                cursor = "0"
+                while True:
+                    cursor, n = await self._run(self._revisit_settled, k, name, due, cursor)
+                    total += int(n)
+                    if cursor == "0":
+                        break
+            return total
+
+        async def walk() -> int:
+            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
+
+        return await self._ordered({_ALL}, walk)
+
+    async def revisits(self, now: float) -> Revisits:
+        found = await self._each_shard(self._revisits, now)
+        later = [float(at) for _, at in found if at is not None]
+        return Revisits(sum(int(n) for n, _ in found), min(later, default=None))
 
     # -- leases -------------------------------------------------------------------------------
 
@@ -569,8 +679,8 @@ class RedisFrontier:
         }
 
     async def host_done(self, authority: str) -> int:
-        done = await self._call(self._redis.hget(self._key("a", authority), "done"))
-        return int(done or 0)
+        done, kept = await self._call(self._redis.hmget(self._key("a", authority), "done", "kept"))
+        return int(done or 0) + int(kept or 0)
 
     async def book(self, authority: str, spacing: float, wait: float = 0.0) -> float:
         """The next request slot of ``authority``, fleet-wide: the cache Store's ``book``."""
@@ -776,6 +886,23 @@ class RedisFrontier:
         """A call on the blocking client."""
         with _failures(self.location):
             return call()
+
+
+def _visit_args(visit: Visit | None) -> list[object]:
+    """A visit as ``_SETTLE`` takes it (8 arguments; number 0 for none)."""
+    if visit is None:
+        return [0, "", "", "", "", 0, "", ""]
+
+    def opt(x: float | None) -> str:
+        return "" if x is None else repr(x)
+
+    changed = "" if visit.changed is None else str(int(visit.changed))
+    return [visit.number, opt(visit.due), opt(visit.interval), visit.digest or "", opt(visit.capture_at),
+            visit.misses, changed, visit.token]  # fmt: skip
+
+
+def _float(value: object) -> float | None:
+    return None if value is None else float(str(value))
 
 
 def _pairs(flat: Sequence[T]) -> Iterator[tuple[T, T]]:

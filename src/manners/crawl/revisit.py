@@ -68,7 +68,7 @@ def next_interval(
     ``revisit_min`` on a change.  The result is never shorter than ``check`` (the ``Check:``
     interval the host's groups give the crawler) nor than ``min_delay``.
     """
-    _bounds(revisit_min, revisit_max)
+    check_bounds(revisit_min, revisit_max)
     scheduled = revisit_min if last is None or changed else min(max(2 * last, revisit_min), revisit_max)
     return _floored(scheduled, check, min_delay)
 
@@ -96,7 +96,8 @@ def _floored(seconds: float, check: float | None, min_delay: float) -> float:
     return max(seconds, check or 0.0, min_delay)
 
 
-def _bounds(revisit_min: float, revisit_max: float) -> None:
+def check_bounds(revisit_min: float, revisit_max: float) -> None:
+    """ValueError, in one sentence, unless 0 < ``revisit_min`` <= ``revisit_max``."""
     if not 0 < revisit_min <= revisit_max:
         raise ValueError(f"the revisit interval must go from more than 0 up to its maximum, not "
                          f"{revisit_min:g}s to {revisit_max:g}s")  # fmt: skip
