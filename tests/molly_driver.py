@@ -5,13 +5,16 @@ script under ``unshare -n`` (a network namespace of its own, with only ``lo`` up
 everything binds loopback only. This script starts molly-brown with the given configuration,
 waits until it accepts on 127.0.0.1:PORT, runs ``python -m manners crawl ARGS`` (its output goes
 to this script's), stops molly-brown and exits with the crawl's status (3: molly-brown did not
-start; its output is in molly.out beside the configuration).
+start; its output is in molly.out beside the configuration).  With MANNERS_STOP_AFTER=S in the
+environment the crawl is sent SIGTERM after S seconds (a revisiting crawl never ends by itself).
 
 usage: python molly_driver.py CONFIG PORT CRAWL-ARG...
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -43,8 +46,13 @@ def main() -> int:
                     print(f"molly-brown did not listen on port {port}", file=sys.stderr)
                     return 3
                 time.sleep(0.05)
-        result = subprocess.run([sys.executable, "-m", "manners", "crawl", *crawl], timeout=CRAWL_TIMEOUT)
-        return result.returncode
+        crawler = subprocess.Popen([sys.executable, "-m", "manners", "crawl", *crawl])
+        stop_after = os.environ.get("MANNERS_STOP_AFTER")  # a crawl that never ends (--revisit): SIGTERM then
+        try:
+            return crawler.wait(float(stop_after) if stop_after else CRAWL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            crawler.send_signal(signal.SIGTERM if stop_after else signal.SIGKILL)
+            return crawler.wait(30)
     finally:
         server.terminate()
         try:

@@ -27,9 +27,11 @@ PORT = 1965  # the namespace is private: the default port is free there
 LIMIT = 150.0  # seconds for molly-brown and the crawl together
 
 
-def molly_crawl(work: Path, docs: dict[str, str], out: Path, *crawl: str) -> subprocess.CompletedProcess[str]:
-    """Serve ``docs`` with molly-brown (DefaultLang "en") and crawl gemini://localhost/ with ``crawl``
-    options, both in a private network namespace."""
+def molly_crawl(work: Path, docs: dict[str, str], out: Path, *crawl: str, config_more: str = "",
+                stop_after: float | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Serve ``docs`` with molly-brown (DefaultLang "en", and ``config_more``) and crawl
+    gemini://localhost/ with ``crawl`` options, both in a private network namespace; the crawl is
+    sent SIGTERM after ``stop_after`` seconds if given."""
     if shutil.which("molly-brown") is None:
         raise AssertionError("molly-brown is missing: it is the Debian package molly-brown (scripts/setup)")
     root = work / "docs"
@@ -46,12 +48,13 @@ def molly_crawl(work: Path, docs: dict[str, str], out: Path, *crawl: str) -> sub
         f'DocBase = "{root}"\n'
         f'AccessLog = "{work / "access.log"}"\n'
         f'ErrorLog = "{work / "error.log"}"\n'
-        'DefaultLang = "en"\n'
+        'DefaultLang = "en"\n' + config_more
     )
     cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
            sys.executable, str(HERE / "molly_driver.py"), str(config), str(PORT),
            "gemini://localhost/", "--out", str(out), *crawl]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+    env = {**ENV, "MANNERS_STOP_AFTER": str(stop_after)} if stop_after is not None else ENV
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)  # fmt: skip
     try:
         stdout, stderr = proc.communicate(timeout=LIMIT)
@@ -99,3 +102,23 @@ def test_a_capsule_served_with_lang_is_crawled_past_its_first_page(tmp_path: Pat
     home = pages["gemini://localhost/"]
     assert home["outcome"] == "fetched" and home["title"] == "Home"
     assert {"gemini://localhost/a.gmi", "gemini://localhost/sub/"} <= set(home["links"])
+
+
+def test_a_revisiting_crawl_asks_a_31s_target_again_and_not_the_old_url(tmp_path: Path) -> None:
+    """31 (issue 25): the old URL is not revisited, the target is (molly-brown's PermRedirects)."""
+    out = tmp_path / "out"
+    docs = {"index.gmi": "# Home\n=> old.gmi Moved\n", "new.gmi": "# New\n"}
+    moved = '\n[PermRedirects]\n"^/old.gmi$" = "/new.gmi"\n'
+    result = molly_crawl(tmp_path, docs, out, "--agent", "testbot", "--cache", "memory", "--timeout", "5",
+                         "--min-delay", "0", "--revisit", "--revisit-min", "1", "--revisit-max", "2",
+                         config_more=moved, stop_after=7)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    asked: dict[str, list[int]] = {}
+    for line in (tmp_path / "access.log").read_text().splitlines():
+        fields = line.split("\t")
+        asked.setdefault(fields[3], []).append(int(fields[2]))
+    assert asked["gemini://localhost/old.gmi"] == [31], asked
+    assert asked["gemini://localhost/new.gmi"][:3] == [20, 20, 20], asked  # at 0, 1 and 3 s
+    pages = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+    old = [r for r in pages if r["url"] == "gemini://localhost/old.gmi"]
+    assert len(old) == 1 and old[0]["permanent"] and old[0]["visit"] == 1

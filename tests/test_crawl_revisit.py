@@ -40,6 +40,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 import servers
 from proxy import logging_proxy
+from test_cli_json import agrees
 
 AGENT = "testbot"
 MIN, MAX, ROBOTS_AGE = 1.0, 4.0, 3.0
@@ -57,9 +58,10 @@ def crawl_command(out: Path, *seeds: str, more: tuple[str, ...] = ()) -> list[st
             f"{ROBOTS_AGE:g}", *more]  # fmt: skip
 
 
-def status_of(out: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    """``manners crawl status`` of the crawl in ``out``, as a person runs it."""
-    cmd = [sys.executable, "-m", "manners", "crawl", "status", "--frontier", str(out), *more]
+def status_of(*how: str | Path) -> subprocess.CompletedProcess[str]:
+    """``manners crawl status`` of a crawl, as a person runs it: its directory, or a fleet's options."""
+    where = ["--frontier", str(how[0])] if isinstance(how[0], Path) else []
+    cmd = [sys.executable, "-m", "manners", "crawl", "status", *where, *map(str, how[1 if where else 0 :])]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=30)
 
 
@@ -96,7 +98,7 @@ class Watched:
     returncode: int
     stderr: str
     status: dict[str, Any]  # manners crawl status --json, mid-crawl
-    gemini: dict[str, list[tuple[float, int]]]  # capsule name -> [(time, status)] per path, below
+    summary: dict[str, Any]  # what the crawl printed with --json
     requests: dict[str, list[tuple[float, int]]]  # "capsule/path" -> [(time, status)]
     gopher: dict[str, list[float]]  # selector -> connection times
     ports: dict[str, int]
@@ -149,7 +151,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
         ports = dict(zip(roots, jet.listen_ports, strict=True))
         names = {port: name for name, port in ports.items()}
         seeds = [f"gemini://localhost:{ports[n]}/" for n in roots] + [f"gopher://127.0.0.1:{gproxy.port}/"]
-        crawler = subprocess.Popen(crawl_command(out, *seeds), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        crawler = subprocess.Popen(crawl_command(out, *seeds, more=("--json",)), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE,
                                    env=ENV, text=True)  # fmt: skip
         started = time.monotonic()
         edited_at: dict[str, float] = {}
@@ -176,7 +179,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
             time.sleep(max(0.0, started + RUN - time.monotonic()))
         finally:
             crawler.send_signal(signal.SIGTERM)
-            _, stderr = crawler.communicate(timeout=30)
+            stdout, stderr = crawler.communicate(timeout=30)
         per_url: dict[str, list[tuple[float, int]]] = defaultdict(list)
         for a in jet.accesses():
             port = int(a.url.split("/")[2].rsplit(":", 1)[1])
@@ -185,12 +188,18 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
         for c in gproxy.snapshot():
             if c.selector is not None:
                 selectors[c.selector].append(c.opened)
-        yield Watched(out, crawler.returncode, stderr, json.loads(status.stdout), {}, dict(per_url),
-                      dict(selectors), ports, edited_at, seeds)  # fmt: skip
+        yield Watched(out, crawler.returncode, stderr, json.loads(status.stdout), json.loads(stdout),
+                      dict(per_url), dict(selectors), ports, edited_at, seeds)  # fmt: skip
 
 
 def test_sigterm_ends_a_revisiting_crawl_cleanly_with_status_0(watched: Watched) -> None:
     assert watched.returncode == 0, watched.stderr
+    summary = watched.summary
+    agrees("manners crawl", summary)
+    assert summary["interrupted"] and not summary["completed"] and summary["resume"]
+    assert summary["revisits"]["visits"] > summary["revisits"]["changed"] > 0
+    for record in records(watched.out):
+        agrees("pages.jsonl", record)
     db = sqlite3.connect(watched.out / "frontier.sqlite3")
     assert db.execute("SELECT count(*) FROM urls WHERE state = 'in_flight'").fetchone()[0] == 0
     db.close()
@@ -278,18 +287,7 @@ def test_revisit_records_are_read_by_warcio_and_name_responses_that_exist(watche
     assert index.returncode == 0, index.stderr
     kinds = [json.loads(line)["warc-type"] for line in index.stdout.splitlines()]
     assert "revisit" in kinds and "response" in kinds
-    responses: dict[tuple[str, str], str] = {}
-    revisits = []
-    for path in warcs:
-        with path.open("rb") as f:
-            for record in ArchiveIterator(f):
-                h = record.rec_headers
-                if record.rec_type == "response":
-                    responses[(h.get_header("WARC-Target-URI"), h.get_header("WARC-Date"))] = h.get_header(
-                        "WARC-Payload-Digest"
-                    )
-                elif record.rec_type == "revisit":
-                    revisits.append(h)
+    responses, revisits = warc_records(watched.out)
     stable = [h for h in revisits if h.get_header("WARC-Target-URI").endswith("/stable.gmi")]
     assert len(stable) >= 3  # each unchanged visit of stable.gmi: a revisit, not a second response
     for h in revisits:
@@ -303,6 +301,7 @@ def test_revisit_records_are_read_by_warcio_and_name_responses_that_exist(watche
 
 
 def test_status_shows_what_is_due_and_changes_per_visit(watched: Watched) -> None:
+    agrees("manners crawl status", watched.status)
     coming = watched.status["revisits"]
     assert isinstance(coming["due_now"], int) and coming["next_due"].endswith("Z")
     first = coming["per_visit"]["1"]
@@ -317,6 +316,70 @@ def test_status_shows_what_is_due_and_changes_per_visit(watched: Watched) -> Non
         assert figures["changed"] == changed, (number, figures)
     plain = status_of(watched.out)
     assert "revisits: due now" in plain.stdout and "changed per visit: visit " in plain.stdout
+
+
+def warc_records(out: Path) -> tuple[dict[tuple[str, str], str], list[Any]]:
+    """The responses of the WARCs in ``out`` by (URI, date), with their payload digests; the revisits."""
+    responses: dict[tuple[str, str], str] = {}
+    revisits = []
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                h = record.rec_headers
+                if record.rec_type == "response":
+                    uri, date = h.get_header("WARC-Target-URI"), h.get_header("WARC-Date")
+                    responses[(uri, date)] = h.get_header("WARC-Payload-Digest")
+                elif record.rec_type == "revisit":
+                    revisits.append(h)
+    return responses, revisits
+
+
+# -- a fleet on Redis ---------------------------------------------------------------------------
+
+
+def test_two_workers_on_redis_revisit_on_one_schedule(tmp_path: Path, redis_port: int) -> None:
+    """The due times live in the Redis frontier: two workers keep one schedule per page between
+    them, and a revisit record may name a capture the other worker wrote."""
+    root = tmp_path / "capsule"
+    write_tree(
+        root, {"index.gmi": "# F\n=> stable.gmi\n=> edited.gmi\n", "stable.gmi": "s\n", "edited.gmi": "1\n"}
+    )
+    out = tmp_path / "out"
+    name = f"revisit-{os.getpid()}-{time.monotonic_ns()}"
+    fleet = ("--frontier", f"redis://127.0.0.1:{redis_port}/0", "--name", name)
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.listen_ports[0]}/"
+        command = crawl_command(out, seed, more=fleet)
+        workers = [
+            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, text=True)
+            for _ in range(2)
+        ]
+        try:
+            wait_for(lambda: jet.urls().count(f"{seed}edited.gmi") >= 2)
+            (root / "edited.gmi").write_text("2\n")
+            edited = time.time()
+            time.sleep(8)
+            status = status_of(*fleet, "--json")
+        finally:
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            codes = [worker.wait(30) for worker in workers]
+        assert codes == [0, 0], [w.stderr.read() if w.stderr else "" for w in workers]
+        stable = [a.time for a in jet.accesses() if a.url == f"{seed}stable.gmi"]
+        edits = [a.time for a in jet.accesses() if a.url == f"{seed}edited.gmi" and a.time > edited]
+    assert doubling(gaps(stable), [MIN, 2 * MIN, MAX]), gaps(stable)
+    assert len(edits) >= 2 and MIN - SLACK <= edits[1] - edits[0] <= MIN + LATE, gaps(edits)
+    lines = [json.loads(line) for path in out.glob("pages-*.jsonl") for line in path.read_text().splitlines()]
+    assert len({line["worker"] for line in lines}) == 2  # both worked
+    visits = sorted(int(line["visit"]) for line in lines if line["url"] == f"{seed}stable.gmi")
+    assert visits == list(range(1, len(visits) + 1))  # one schedule: each visit once
+    responses, revisits = warc_records(out)
+    assert revisits
+    for h in revisits:
+        target = (h.get_header("WARC-Refers-To-Target-URI"), h.get_header("WARC-Refers-To-Date"))
+        assert responses.get(target) == h.get_header("WARC-Payload-Digest")
+    per_visit = json.loads(status.stdout)["revisits"]["per_visit"]
+    assert per_visit["1"]["visited"] == 3 and per_visit["2"]["visited"] == 3
 
 
 # -- a crawl killed and started again ----------------------------------------------------------

@@ -178,7 +178,7 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
         "recovered": getattr(crawler, "recovered", 0),
         "requeued": getattr(crawler, "requeued", 0),
         "dropped": s.dropped,
-        "revisits": {"revisits": s.revisits, "changed": s.changed} if crawler.revisit else None,
+        "revisits": {"visits": s.revisits, "changed": s.changed} if crawler.revisit else None,
         "whole": {
             "pages": crawler.whole.get("pages", 0),
             "queued": crawler.whole.get("queued", 0),
