@@ -436,6 +436,28 @@ def test_a_crawl_made_without_revisit_is_watched_once_resumed_with_it(tmp_path: 
     assert [r.get("visit") for r in visits][:3] == [None, 2, 3]
 
 
+@pytest.mark.parametrize("limit", ["--max-pages", "--max-per-host"])
+def test_a_revisiting_crawls_limits_bound_the_pages_watched(tmp_path: Path, limit: str) -> None:
+    """A crawl that never ends has no "stop at N": the limit bounds what it watches, and it goes on."""
+    root = tmp_path / "capsule"
+    write_tree(root, {"index.gmi": "# L\n=> a.gmi\n=> b.gmi\n=> c.gmi\n", "a.gmi": "a\n", "b.gmi": "b\n",
+                      "c.gmi": "c\n"})  # fmt: skip
+    out = tmp_path / "out"
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.listen_ports[0]}/"
+        crawl = subprocess.Popen(crawl_command(out, seed, more=(limit, "2")), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, env=ENV, text=True)  # fmt: skip
+        wait_for(lambda: jet.urls().count(seed) >= 3)  # the watched pages come back
+        crawl.send_signal(signal.SIGTERM)
+        assert crawl.wait(30) == 0, crawl.stderr.read() if crawl.stderr else ""
+        asked = [u for u in jet.urls() if not u.endswith("/robots.txt")]
+    assert set(asked) == {seed, f"{seed}a.gmi"}, asked  # two pages, watched; none past the limit
+    assert asked.count(f"{seed}a.gmi") >= 2
+    skipped = {r["url"]: r for r in records(out) if r["outcome"] == "skipped"}
+    assert set(skipped) == {f"{seed}b.gmi", f"{seed}c.gmi"}
+    assert all(r["reason"].startswith(f"{limit} 2:") for r in skipped.values())
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 
@@ -457,3 +479,33 @@ def test_bad_revisit_options_are_one_sentence_and_exit_2(
                          timeout=30)  # fmt: skip
     assert got.returncode == 2 and said in got.stderr.strip().splitlines()[-1], got.stderr
     assert "Traceback" not in got.stderr
+
+
+# -- robots.txt's age, whoever read it -------------------------------------------------------------
+
+
+def test_a_robot_with_a_shorter_ttl_reads_again_a_copy_another_robot_cached_for_a_day(tmp_path: Path) -> None:
+    """The robots.txt cache is shared (other robots, other runs): an entry another robot read with a
+    day's life is not kept past this robot's ``ttl`` (``--robots-max-age``)."""
+    import asyncio
+
+    from manners.robot import Robot
+
+    root = tmp_path / "capsule"
+    write_tree(root, {"robots.txt": "User-agent: *\nDisallow: /no\n"})
+    cache = f"sqlite://{tmp_path / 'robots.db'}"
+    with servers.jetforce_hosts([root]) as jet:
+        page = f"gemini://localhost:{jet.listen_ports[0]}/page"
+
+        async def main() -> None:
+            async with Robot(AGENT, cache=cache) as daily, Robot(AGENT, cache=cache, ttl=1.0) as brief:
+                assert await daily.allowed(page)
+                first = await brief.decide(page)  # the daily robot's copy, young enough
+                assert first.expires_at <= first.fetched_at + 1.0
+                await asyncio.sleep(1.2)
+                assert await brief.allowed(page)  # read again
+                assert await daily.allowed(page)  # its own copy still fresh: not read again
+
+        asyncio.run(main())
+        reads = [a for a in jet.accesses() if a.url.endswith("/robots.txt")]
+    assert len(reads) == 2, reads

@@ -695,7 +695,7 @@ class Crawler:
         settling: _Settling | None = None
         try:
             while not self._stop.is_set():
-                if self.max_per_host is not None:
+                if self.max_per_host is not None and not self.revisit:  # (a revisiting crawl: _unwatched)
                     await self._confirm(settling)  # host_done must count the last page
                     settling = None
                     if await self.frontier.host_done(auth) >= self.max_per_host:
@@ -711,14 +711,14 @@ class Crawler:
                     break
                 # caps.txt is no page: --max-pages skips it; nor is a revisit a new page
                 reserved = 0 if _is_caps(lease.url) or lease.capture_at is not None else 1
-                watching = reserved and self.revisit and self._limit_reached()  # only the pages it has
+                unwatched = await self._unwatched(auth, lease) if self.revisit and reserved else None
                 self._reserved += reserved
                 self._leased[lease.url] = lease  # renewed until its settling is committed
                 if self.revisit:
                     self._visiting[lease.url] = _Visiting()
                 try:
-                    if watching:
-                        again = self._beyond_limit(lease)
+                    if unwatched is not None:
+                        again = self._beyond_limit(lease, unwatched)
                     else:
                         again = await self._settle(auth, lease)
                 except BaseException:
@@ -736,9 +736,22 @@ class Crawler:
         finally:
             self.stats.waiting.pop(auth, None)
 
-    def _beyond_limit(self, lease: Lease) -> bool:
-        """A revisiting crawl past --max-pages watches the pages it has: a new one is not fetched."""
-        reason = f"--max-pages {self.max_pages}: a revisiting crawl watches the pages it reached first"
+    async def _unwatched(self, auth: str, lease: Lease) -> str | None:
+        """Why a revisiting crawl does not take on this new URL (a limit reached), or None.
+
+        Its limits bound the pages watched, not the run, which has no end: past --max-pages (or
+        --max-per-host on this host) the pages it has are revisited and no new one is fetched."""
+        if lease.visits:
+            return None  # watched already (disallowed until now)
+        if self._limit_reached():
+            return f"--max-pages {self.max_pages}"
+        if self.max_per_host is not None and await self.frontier.host_done(auth) >= self.max_per_host:
+            return f"--max-per-host {self.max_per_host}"
+        return None
+
+    def _beyond_limit(self, lease: Lease, limit: str) -> bool:
+        """A new URL past a revisiting crawl's limit: settled skipped, never fetched."""
+        reason = f"{limit}: a revisiting crawl watches the pages it reached first"
         self._finish(Page(lease.url, "skipped", lease.depth, time.time(), item_type=_item_type(lease.url),
                           reason=reason))  # fmt: skip
         return True
