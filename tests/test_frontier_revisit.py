@@ -28,6 +28,7 @@ from manners.crawl.frontier import (
     open_frontier,
 )
 from manners.crawl.redis_frontier import SHARDS, open_redis_frontier
+from manners.crawl.urls import authority
 from test_frontier_redis import A, Opener, redis_url, with_frontiers
 
 
@@ -45,7 +46,7 @@ DIGEST = "sha1:AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHH"
 
 
 async def lease_now(f: Frontier, url: str = URL, owner: str = "w") -> Lease:
-    got = await f.lease(url.split("/page")[0] if "/page" in url else url.rsplit("/", 1)[0], owner, 60)
+    got = await f.lease(authority(url), owner, 60)
     assert got is not None and got.url == url
     return got
 
@@ -162,9 +163,8 @@ def test_a_crawl_made_without_revisits_has_its_fetched_pages_queued_again(opener
         assert await f.lease(A, "w", 60) is None
         await asyncio.sleep(0.35)
         got = await lease_now(f)
-        assert (
-            got.visits == 1 and got.digest is None
-        )  # its payload is unknown: the next visit counts as changed
+        # its payload is unknown: the next visit counts as changed
+        assert got.visits == 1 and got.digest is None
 
     with_frontiers(test, opener)
 

@@ -576,34 +576,22 @@ class RedisFrontier:
         await self._ordered({name}, lambda: self._run(self._retry, self._shard(name), *args))
 
     async def requeue(self, outcome: str) -> int:
-        """Walks every authority's URLs in batches (it runs once, at the start of a resumed crawl):
-        each batch is atomic, the whole is not, and a repeat finds what is left."""
-
-        async def shard(k: int) -> int:
-            total = 0
-            async for name in self._authorities(k):
-                cursor = "0"
-                while True:
-                    cursor, n = await self._run(self._requeue, k, name, outcome, cursor)
-                    total += int(n)
-                    if cursor == "0":
-                        break
-            return total
-
-        async def walk() -> int:
-            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
-
-        return await self._ordered({_ALL}, walk)
+        return await self._walk(self._requeue, outcome)
 
     async def revisit_settled(self, due: float) -> int:
-        """As ``requeue``: a walk in batches, each atomic, that a repeat finishes."""
+        return await self._walk(self._revisit_settled, due)
+
+    async def _walk(self, script: Any, arg: object) -> int:
+        """``script`` over every authority's URLs in batches (HSCAN), after every change asked for
+        before; how many it moved.  Each batch is atomic, the whole is not, and a repeat finds
+        what is left: ``requeue`` and ``revisit_settled`` run once, at the start of a resumed crawl."""
 
         async def shard(k: int) -> int:
             total = 0
             async for name in self._authorities(k):
                 cursor = "0"
                 while True:
-                    cursor, n = await self._run(self._revisit_settled, k, name, due, cursor)
+                    cursor, n = await self._run(script, k, name, arg, cursor)
                     total += int(n)
                     if cursor == "0":
                         break
