@@ -1149,19 +1149,20 @@ class Crawler:
         if visiting is not None:
             payload = digest(r.raw)
             same = payload == lease.digest and lease.capture_at is not None
-            visiting.capture = (payload, lease.capture_at if same and lease.capture_at else when, not same)
+            visiting.capture = (payload, lease.capture_at if same and lease.capture_at is not None else when,
+                                not same)  # fmt: skip
         if self.warc is None:
             return
         async with self._warc_lock:
+            if cert is not None and (auth, cert.sha256) not in self._cert_archived:
+                self._cert_archived.add((auth, cert.sha256))
+                self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
+                                         "application/x-pem-file", when, r.peer)  # fmt: skip
             if same and lease.capture_at is not None:
                 self.warc.write_revisit(
                     r.url, r.request, r.raw, scheme, when, lease.url, lease.capture_at, r.peer
                 )
                 return
-            if cert is not None and (auth, cert.sha256) not in self._cert_archived:
-                self._cert_archived.add((auth, cert.sha256))
-                self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
-                                         "application/x-pem-file", when, r.peer)  # fmt: skip
             if len(r.raw) < WARC_INLINE:
                 self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
             else:
@@ -1197,7 +1198,7 @@ class Crawler:
         self._settling[page.url] = (settled, page, bool(links))
 
     def _visit(self, lease: Lease, page: Page, visiting: _Visiting) -> Visit:
-        """When a revisiting crawl asks for ``page``'s URL again (None: never), and what it keeps.
+        """When a revisiting crawl asks for ``page``'s URL again (``due``; None: never), and what it keeps.
 
         - a page (a 30 redirect included): after ``next_interval``, counted from its request;
         - an answer that says it has gone (51, a Gopher error), for a URL visited before: after
