@@ -250,6 +250,40 @@ def test_a_disallowed_url_that_was_requested_is_flagged(tmp_path: Path) -> None:
     )
 
 
+def test_a_revisiting_crawl_asks_again_once_due_and_not_before(tmp_path: Path) -> None:
+    """--revisit: each record says when the URL is due again; a request from then on is a revisit,
+    one before it is a violation (the crawler's schedule, proved from its own files)."""
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    page = f"{HOST}/a"
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    for t, visit, due in ((1, 1, 3), (3, 2, 7), (6, 3, 14)):
+        w.request(t, page)
+        w.settle(t + 0.1, page, visit=visit, changed=visit == 1, due=timestamp(T0 + due))
+    code, _, _ = audited(out)
+    assert code == 1
+    (dup,) = audit([out]).duplicates
+    assert [kind for kind, _ in dup.repeats] == ["revisit", "twice"]
+    assert "revisited 1.00 s before it was due" in dup.why()
+
+
+def test_a_revisiting_crawl_may_ask_a_url_disallowed_before_once_robots_txt_is_read_again(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    robots, kept, relented = f"{HOST}/robots.txt", f"{HOST}/kept", f"{HOST}/relented"
+    w.request(0, robots, kind="robots")
+    for url in (kept, relented):
+        w.settle(0.5, url, outcome="disallowed", status=None, visit=1, changed=True, due=timestamp(T0 + 3))
+    w.fetch(2, kept)  # under the file that disallowed it: a violation
+    w.request(3, robots, kind="robots")  # read again: the new file decides
+    w.fetch(4, relented)
+    code, _, _ = audited(out)
+    assert code == 1
+    assert [d.request.url for d in audit([out]).disallowed_requested] == [kept]
+
+
 def test_a_page_before_robots_txt_is_flagged(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     w1, w2 = Worker(out, "w1"), Worker(out, "w2")

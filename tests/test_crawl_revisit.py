@@ -263,18 +263,33 @@ def test_a_page_answering_51_three_times_is_not_asked_again(watched: Watched) ->
     # after the minimum, then after the maximum twice; then nothing until the crawl's end (> 4 s)
     assert doubling(gaps([t for t, _ in got]), [MIN, MAX, MAX])
     last = watched.pages("/g.gmi")[-1]
-    assert last["outcome"] == "error" and last["visit"] == 4 and last["status"] == 51
+    assert last["outcome"] == "gone" and last["visit"] == 4 and last["status"] == 51 and last["due"] is None
     db = sqlite3.connect(watched.out / "frontier.sqlite3")
-    state = db.execute("SELECT state FROM urls WHERE url LIKE '%/g.gmi'").fetchone()[0]
+    state = db.execute("SELECT state, outcome FROM urls WHERE url LIKE '%/g.gmi'").fetchone()
     db.close()
-    assert state == "done"
+    assert tuple(state) == ("done", "gone")
+    assert watched.summary["whole"]["gone"] == 2  # g.gmi and gone.txt
 
 
 def test_a_gopher_selector_that_errs_three_times_is_not_asked_again(watched: Watched) -> None:
     got = next(times for selector, times in watched.gopher.items() if selector.endswith("gone.txt"))
     assert len(got) == 4, gaps(got)
-    assert [r["outcome"] for r in watched.pages("/gone.txt")] == ["fetched", "error", "error", "error"]
+    assert [r["outcome"] for r in watched.pages("/gone.txt")] == ["fetched", "error", "error", "gone"]
     assert doubling(gaps(got), [MIN, MAX, MAX])
+
+
+def test_the_audit_finds_every_revisit_due_and_nothing_disallowed_requested(watched: Watched) -> None:
+    """``manners crawl audit`` proves the schedule from the crawl's own files: every repeat of a
+    URL came once it was due (each pages record says when), and q.gmi, disallowed at first, was
+    asked only after robots.txt had been read again."""
+    got = subprocess.run([sys.executable, "-m", "manners", "crawl", "audit", str(watched.out), "--json"],
+                         capture_output=True, text=True, env=ENV, timeout=60)  # fmt: skip
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr
+    report = json.loads(got.stdout)
+    assert not report["disallowed_requested"]
+    repeated = {d["url"]: d for d in report["duplicates"]}
+    stable = next(d for url, d in repeated.items() if url.endswith("/stable.gmi"))
+    assert stable["times"] >= 5 and "a revisit, due" in stable["why"]
 
 
 def test_revisit_records_are_read_by_warcio_and_name_responses_that_exist(watched: Watched) -> None:

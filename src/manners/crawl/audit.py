@@ -55,7 +55,7 @@ PAGES = ("pages.jsonl", "pages-*.jsonl")
 SHOWN = 50  # violations of one kind listed in the text output; --json lists them all
 HOSTS_SHOWN = 20  # hosts listed in the text output, closest to their limit first
 
-Repeat = Literal["death", "retry", "twice"]  # why a URL was requested again
+Repeat = Literal["death", "retry", "revisit", "twice"]  # why a URL was requested again
 
 
 class AuditError(Exception):
@@ -92,6 +92,8 @@ class Record:
     rule: str | None
     robots: str | None
     line: int | None
+    due: float | None = None  # a revisiting crawl's record: when the URL was due again
+    revisiting: bool = False  # the record is a revisiting crawl's (it has ``visit``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +324,11 @@ def pages_record(obj: dict[str, Any], where: str, worker: str | None) -> Record:
     moment = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
     own = obj.get("worker")
     status, line = obj.get("status"), obj.get("line")
+    due = _optional_text(obj, "due")
+    try:
+        due_at = datetime.fromisoformat(due).timestamp() if due is not None else None
+    except ValueError:
+        raise AuditError(f"{where}: 'due' is no RFC 3339 moment: the file is damaged") from None
     return Record(
         url=_text(obj, "url", where),
         outcome=_text(obj, "outcome", where),
@@ -332,6 +339,8 @@ def pages_record(obj: dict[str, Any], where: str, worker: str | None) -> Record:
         rule=_optional_text(obj, "rule"),
         robots=_optional_text(obj, "robots"),
         line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        due=due_at,
+        revisiting="visit" in obj,
     )
 
 
@@ -383,7 +392,6 @@ def judge(
         robots = _robots_first(auth, by_host[auth])
         if robots is not None:
             late.append(robots)
-    disallowed = {r.url: r for r in records if r.outcome == "disallowed"}
     return Report(
         dirs=tuple(dirs),
         workers=_workers(ordered),
@@ -391,12 +399,41 @@ def judge(
         hosts=tuple(hosts),
         too_close=tuple(too_close),
         duplicates=_duplicates(ordered, records),
-        disallowed_requested=tuple(
-            Disallowed(r, disallowed[r.url]) for r in ordered if r.kind == "page" and r.url in disallowed
-        ),
+        disallowed_requested=_disallowed_requested(ordered, records),
         robots_first_violations=tuple(late),
         torn_lines=tuple(torn),
     )
+
+
+def _disallowed_requested(ordered: list[Request], records: list[Record]) -> tuple[Disallowed, ...]:
+    """Page requests for a URL settled as disallowed under the robots.txt still in force.
+
+    A URL is settled once, so any request of one settled as disallowed is a violation; but a
+    revisiting crawl (its records carry ``visit``) decides a URL again when the copy that
+    disallowed it has expired: a request of it is fine once its host's robots.txt has been read
+    again since (the new file allowed it), as is one made before it was disallowed."""
+    refused: dict[str, list[Record]] = defaultdict(list)
+    for record in sorted(records, key=lambda record: record.at):
+        if record.outcome == "disallowed":
+            refused[record.url].append(record)
+    reread: dict[str, list[float]] = defaultdict(list)
+    for r in ordered:
+        if r.kind == "robots":
+            reread[r.authority].append(r.t)
+    found = []
+    for r in ordered:
+        if r.kind != "page" or r.url not in refused:
+            continue
+        before = [d for d in refused[r.url] if d.at <= r.t + TOLERANCE]
+        if not before:
+            if not all(d.revisiting for d in refused[r.url]):
+                found.append(Disallowed(r, refused[r.url][0]))
+            continue
+        last = before[-1]
+        if last.revisiting and any(last.at < t < r.t for t in reread[r.authority]):
+            continue
+        found.append(Disallowed(r, last))
+    return tuple(found)
 
 
 def _workers(ordered: list[Request]) -> tuple[Worker, ...]:
@@ -542,6 +579,10 @@ def _repeat(asked: list[Request], i: int, records: list[Record], alive: _Alive) 
             return "death", f"in flight at the death of worker {a.worker}"
         return "retry", f"asked again by worker {b.worker}: no answer was settled (a temporary failure)"
     temporary = answer.status is not None and 40 <= answer.status <= 49
+    if answer.revisiting and answer.due is not None:  # --revisit: asked again once due, not before
+        if b.t >= answer.due - TOLERANCE:
+            return "revisit", f"a revisit, due {timestamp(answer.due)}"
+        return "twice", f"revisited {answer.due - b.t:.2f} s before it was due ({timestamp(answer.due)})"
     if (answer.outcome == "error" or temporary) and answer.at <= b.t + TOLERANCE:
         return "retry", f"asked again by worker {b.worker} after {answer.reason or answer.outcome}"
     return "twice", (

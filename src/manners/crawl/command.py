@@ -400,7 +400,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
             f" disallowed {s.disallowed}, redirects {s.redirects}, errors {s.errors}, skipped {s.skipped},"
             f" {s.requests} requests, {result['bytes']} bytes in {result['seconds']} s"
         )
-        names = ("pages", "fetched", "disallowed", "redirect", "error", "skipped", "queued")
+        names = ("pages", "fetched", "disallowed", "redirect", "error", "skipped", "gone", "queued")
         print("whole crawl: " + ", ".join(f"{k} {whole.get(k, 0)}" for k in names))  # type: ignore[attr-defined]
         for line in disallowed[:20]:
             print("  " + line)

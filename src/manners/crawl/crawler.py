@@ -53,12 +53,12 @@ from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, Visit, is_shared, open_frontier, shown
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import Ledger, PageLog
-from .revisit import REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
+from .revisit import GONE_AFTER, REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
 from .warc import WarcWriter, digest
 
 log = logging.getLogger("manners.crawl")
 
-Outcome = Literal["fetched", "disallowed", "redirect", "error", "skipped"]
+Outcome = Literal["fetched", "disallowed", "redirect", "error", "skipped", "gone"]  # gone: --revisit
 SCHEMES = ("gemini", "gopher")
 MAX_REDIRECTS = 5  # a chain of redirects longer than this is an error
 MAX_ATTEMPTS = 3  # temporary failures (40-44) are retried this many times
@@ -111,6 +111,7 @@ class Page:
     links_skipped: int = 0  # links that can never be requested (recorded as skipped, up to 100)
     visit: int | None = None  # a revisiting crawl: the URL's visit this is (1: its first)
     changed: bool | None = None  # a revisiting crawl: the payload differs from the last visit's
+    due: float | None = None  # a revisiting crawl: when the URL is asked again (None: never)
 
     def record(self) -> dict[str, object]:
         """The ``pages.jsonl`` object for this page."""
@@ -146,6 +147,7 @@ class Page:
         if self.visit is not None:
             r["visit"] = self.visit
             r["changed"] = bool(self.changed)
+            r["due"] = timestamp(self.due) if self.due is not None else None
         return r
 
 
@@ -168,6 +170,7 @@ class Stats:
     redirects: int = 0
     errors: int = 0
     skipped: int = 0
+    gone: int = 0  # a revisiting crawl: URLs settled as gone (51 or a Gopher error, 3 in a row)
     retries: int = 0
     bytes: int = 0
     requests: int = 0
@@ -189,7 +192,7 @@ class Stats:
 
     def count(self, page: Page) -> None:
         kind = {"fetched": "fetched", "disallowed": "disallowed", "redirect": "redirects",
-                "error": "errors", "skipped": "skipped"}[page.outcome]  # fmt: skip
+                "error": "errors", "skipped": "skipped", "gone": "gone"}[page.outcome]  # fmt: skip
         setattr(self, kind, getattr(self, kind) + 1)
         self.bytes += page.bytes
         if page.visit is not None and page.visit > 1 and page.changed is not None:
@@ -1185,9 +1188,11 @@ class Crawler:
         visit = None
         if lease is not None and visiting is not None:
             visit = self._visit(lease, page, visiting)
-            page = dataclasses.replace(
-                page, visit=visit.number, changed=True if visit.number == 1 else visit.changed
-            )
+            changed = True if visit.number == 1 else visit.changed
+            page = dataclasses.replace(page, visit=visit.number, changed=changed, due=visit.due)
+            if visit.due is None and visit.misses >= GONE_AFTER:
+                reason = f"{page.reason}; gone: {visit.misses} such answers in a row, not asked again"
+                page = dataclasses.replace(page, outcome="gone", reason=reason)
         counted = requested and (lease is None or lease.capture_at is None)
         self._record(page)
         links = list(links)

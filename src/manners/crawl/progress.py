@@ -67,7 +67,7 @@ def describe(page: Page) -> str:
         return f"disallowed  {safe(page.url)}  ({safe(why)})"
     if page.outcome == "redirect":
         return f"redirect    {safe(page.url)} -> {safe(page.target)}"
-    if page.outcome in ("error", "skipped"):
+    if page.outcome in ("error", "skipped", "gone"):
         return f"{page.outcome:<10}  {safe(page.url)}  ({safe(page.reason)})"
     what = page.mime or (f"type {page.item_type}" if page.item_type else "")
     title = f"  “{safe(page.title, 60)}”" if page.title else ""
@@ -182,7 +182,10 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
         "whole": {
             "pages": crawler.whole.get("pages", 0),
             "queued": crawler.whole.get("queued", 0),
-            **{k: crawler.whole.get(k, 0) for k in ("fetched", "disallowed", "redirect", "error", "skipped")},
+            **{
+                k: crawler.whole.get(k, 0)
+                for k in ("fetched", "disallowed", "redirect", "error", "skipped", "gone")
+            },
         },
         "out": str(out),
         "worker": crawler.owner,
