@@ -171,7 +171,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
             wait_for(lambda: any(str(r["url"]).endswith("/gone.txt") for r in records(out)))  # answered
             (hole / "gone.txt").unlink()
             wait_for(lambda: requested("edit", "edited.gmi", 2))
-            (roots["edit"] / "edited.gmi").write_text("version 2\n")
+            (roots["edit"] / "fresh.gmi").write_text("linked from version 2\n")
+            (roots["edit"] / "edited.gmi").write_text("version 2\n=> fresh.gmi\n")
             edited_at["edit"] = time.time()
             time.sleep(max(0.0, started + 8 - time.monotonic()))
             status = status_of(out, "--json")
@@ -227,6 +228,9 @@ def test_a_page_edited_between_visits_is_asked_again_after_the_minimum(watched: 
     visits = watched.pages("/edited.gmi")
     changed = [r["changed"] for r in visits]
     assert changed[:4] == [True, False, True, False], changed
+    # the link the edit added joined the frontier like any other, and is watched in turn
+    fresh = watched.times("edit/fresh.gmi")
+    assert len(fresh) >= 2 and fresh[0] > watched.edited_at["edit"]
 
 
 def test_check_for_the_robots_group_is_never_undercut(watched: Watched) -> None:
