@@ -27,7 +27,7 @@ from manners.crawl.frontier import (
     Visit,
     open_frontier,
 )
-from manners.crawl.redis_frontier import SHARDS, open_redis_frontier
+from manners.crawl.redis_frontier import open_redis_frontier
 from manners.crawl.urls import authority
 from test_frontier_redis import A, Opener, redis_url, with_frontiers
 
@@ -240,24 +240,21 @@ def test_a_frontier_file_of_an_older_manners_gains_the_columns_and_keeps_its_url
     db.close()
 
 
-def test_a_redis_record_of_eight_fields_reads_as_never_visited(redis_port: int) -> None:
-    """Records written before revisits existed hold 8 fields; they lease and settle unchanged."""
+def test_a_redis_record_keeps_8_fields_until_the_url_is_revisited(redis_port: int) -> None:
+    """A URL never revisited is stored in the 8 fields records had before revisits existed (so a
+    crawl without --revisit costs Redis no more, and records an older manners wrote read as never
+    visited); its first visit settled for a revisit writes all 13."""
     name = f"t{uuid.uuid4().hex[:12]}"
     url = f"redis://127.0.0.1:{redis_port}/0"
+    plain = redis.Redis(port=redis_port)
+    fields = "return #{cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))}"
 
     async def test() -> None:
         f = open_redis_frontier(url, name)
         try:
             await f.add(URL, 0)
-            plain = redis.Redis(port=redis_port)
             key = f._key("u", A)
-            # rewrite the record as the 8-field form an older manners stored
-            plain.eval(
-                "local r = {cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))}"
-                " redis.call('HSET', KEYS[1], ARGV[1],"
-                " cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]))",
-                1, key, URL,
-            )  # fmt: skip
+            assert plain.eval(fields, 1, key, URL) == 8
             got = await lease_now(f)
             assert (got.visits, got.interval, got.digest, got.capture_at, got.misses) == (
                 0,
@@ -266,10 +263,11 @@ def test_a_redis_record_of_eight_fields_reads_as_never_visited(redis_port: int) 
                 None,
                 0,
             )
+            assert plain.eval(fields, 1, key, URL) == 8
             await f.done(URL, "fetched", visit=Visit(1, time.time(), 3.0, DIGEST, 2.0, 0, True, got.token))
+            assert plain.eval(fields, 1, key, URL) == 13
             again = await lease_now(f)
             assert (again.visits, again.interval, again.digest, again.capture_at) == (1, 3.0, DIGEST, 2.0)
-            assert SHARDS == 16
         finally:
             await f.close()
 
