@@ -40,8 +40,8 @@ EXAMPLES = """examples:
   manners crawl --out hole --max-pages 1000       (resume with a limit raised: limits count the whole crawl)
   manners crawl --out crawl --retry-errors        (resume, and try again what failed)
   manners crawl gemini://example.org/ --agent mybot --out watch --revisit --revisit-min 6h
-                                                  (come back to every page: a day after a change, up to
-                                                   a month while it stays the same; stop with SIGTERM)
+                                                  (come back to every page: 6 h after a change, doubling
+                                                   up to a month while it stays the same; stop with SIGTERM)
   manners crawl gemini://example.org/ --agent mybot --frontier redis://db:6379/0 --name smallnet --out crawl
                                                   (a worker of the fleet crawling "smallnet": run it anywhere)
   manners crawl status --frontier redis://db:6379/0 --name smallnet
