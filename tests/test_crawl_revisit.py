@@ -477,6 +477,33 @@ def test_a_revisiting_crawls_limits_bound_the_pages_watched(tmp_path: Path, limi
     assert all(r["reason"].startswith(f"{limit} 2:") for r in skipped.values())
 
 
+def test_no_revisit_on_resume_ends_a_revisiting_crawl_after_one_last_visit(tmp_path: Path) -> None:
+    """--revisit is kept by the crawl (a resume without it still revisits); --no-revisit ends it:
+    what is due is visited once more and the crawl completes, exit 0, nothing left queued."""
+    root = tmp_path / "capsule"
+    write_tree(root, {"index.gmi": "# N\n=> a.gmi\n", "a.gmi": "a\n"})
+    out = tmp_path / "out"
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.listen_ports[0]}/"
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": ENV}
+        first = subprocess.Popen(crawl_command(out, seed), **quiet)  # type: ignore[call-overload]
+        wait_for(lambda: jet.urls().count(f"{seed}a.gmi") >= 2)
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(30) == 0
+        resume = [sys.executable, "-m", "manners", "crawl", "--out", str(out)]
+        kept = subprocess.Popen(resume, **quiet)  # type: ignore[call-overload]
+        wait_for(lambda: jet.urls().count(f"{seed}a.gmi") >= 3)  # still revisiting
+        kept.send_signal(signal.SIGTERM)
+        assert kept.wait(30) == 0
+        before = jet.urls().count(f"{seed}a.gmi")
+        last = subprocess.run([*resume, "--no-revisit", "--json"], capture_output=True, text=True, env=ENV,
+                              timeout=60)  # fmt: skip
+        assert last.returncode == 0, last.stderr
+        summary = json.loads(last.stdout)
+        assert summary["completed"] and summary["queued"] == 0 and summary["revisits"] is None
+        assert jet.urls().count(f"{seed}a.gmi") <= before + 1
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 
