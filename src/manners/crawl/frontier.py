@@ -273,12 +273,7 @@ CREATE TABLE IF NOT EXISTS urls (
     owner TEXT,
     lease_until REAL,
     outcome TEXT,
-    settled_at REAL,
-    visits INTEGER NOT NULL DEFAULT 0,
-    interval REAL,
-    digest TEXT,
-    capture_at REAL,
-    misses INTEGER NOT NULL DEFAULT 0
+    settled_at REAL
 );
 CREATE INDEX IF NOT EXISTS urls_queue ON urls (authority, not_before, id) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS urls_leases ON urls (lease_until) WHERE state = 'in_flight';
@@ -290,8 +285,7 @@ CREATE TABLE IF NOT EXISTS authorities (
     parked_until REAL NOT NULL DEFAULT 0,
     park_reason TEXT,
     eligible_at REAL,
-    last_leased REAL NOT NULL DEFAULT 0,
-    kept INTEGER NOT NULL DEFAULT 0
+    last_leased REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS authorities_turn ON authorities (last_leased) WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_eligible ON authorities (eligible_at) WHERE eligible_at IS NOT NULL;
@@ -307,8 +301,8 @@ CREATE TABLE IF NOT EXISTS workers (
 """
 
 
-# Columns added since the first release, with their declarations: a crawl file made before them
-# gains them when it is opened (``_migrate``); ``user_version`` then says it is done.
+# Columns added since the first release, with their declarations: every file gains them when it is
+# opened (``_migrate``), a new one as one an older manners made; ``user_version`` then says it is done.
 _ADDED = {
     "urls": ("visits INTEGER NOT NULL DEFAULT 0", "interval REAL", "digest TEXT", "capture_at REAL",
              "misses INTEGER NOT NULL DEFAULT 0"),
@@ -420,11 +414,7 @@ class SQLiteFrontier:
                 else:
                     change = "in_flight = in_flight - 1"
                 db.execute(f"UPDATE authorities SET {change}, done = done + 1 WHERE authority = ?", (row[1],))
-                for name in (outcome, PAGES) if page else (outcome,):
-                    db.execute(
-                        "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
-                        (name,),
-                    )
+                _count(db, [outcome, PAGES] if page else [outcome])
             return len(self._add(db, todo, depth, url, redirects)) if todo else 0
 
         return self._write(settle)
@@ -793,6 +783,11 @@ def _settle_visit(
         names.append(f"visit:{visit.number}")
         if visit.changed:
             names.append(f"changed:{visit.number}")
+    _count(db, names)
+
+
+def _count(db: sqlite3.Connection, names: list[str]) -> None:
+    """One more under each of ``names`` in ``outcomes`` (outcomes, pages, visit:N, changed:N)."""
     db.executemany(
         "INSERT INTO outcomes VALUES (?, 1) ON CONFLICT (outcome) DO UPDATE SET n = n + 1",
         [(n,) for n in names],

@@ -164,6 +164,26 @@ local function back(a, url, tried)
   r[3] = r[3] + tried
   enqueue(a, url, r)
 end
+-- One HSCAN batch of a's URLs from ``cursor``: each done record that ``wanted`` takes is changed
+-- by ``change`` and queued again (the caller refreshes a).  Returns the next cursor, how many.
+local function requeue_batch(a, cursor, wanted, change)
+  local scan = redis.call('HSCAN', key('u', a), cursor, 'COUNT', 500)
+  local n = 0
+  for i = 1, #scan[2], 2 do
+    local r = load(a, scan[2][i])
+    if r[1] == DONE and wanted(r) then
+      change(r)
+      enqueue(a, scan[2][i], r)
+      n = n + 1
+    end
+  end
+  if n > 0 then
+    redis.call('HINCRBY', key('a', a), 'done', -n)
+    count('done', -n)
+    count('queued', n)
+  end
+  return scan[1], n
+end
 -- ARGV[i..]: max_queued (-1: none), depth, redirects, has_parent, parent, then authority, url
 -- pairs.  Queues the unknown URLs; one code per URL: 1 new, 0 known, -1 dropped (queue full).
 local function add_urls(i)
@@ -344,50 +364,28 @@ end
 # ARGV: prefix, authority, outcome, HSCAN cursor.  Requeues a batch; returns {cursor, how many}.
 _REQUEUE = """
 local a, outcome = ARGV[2], ARGV[3]
-local scan = redis.call('HSCAN', key('u', a), ARGV[4], 'COUNT', 500)
-local n = 0
-for i = 1, #scan[2], 2 do
-  local r = load(a, scan[2][i])
-  if r[1] == DONE and r[8] == outcome then
-    r[3], r[5], r[8] = 0, 0, false
-    enqueue(a, scan[2][i], r)
-    n = n + 1
-  end
-end
+local cursor, n = requeue_batch(a, ARGV[4], function(r) return r[8] == outcome end,
+                                function(r) r[3], r[5], r[8] = 0, 0, false end)
 if n > 0 then
-  redis.call('HINCRBY', key('a', a), 'done', -n)
   redis.call('HDEL', key('a', a), 'parked', 'reason')
   redis.call('ZREM', P .. 'parked', a)
   refresh(a)
-  count('done', -n)
-  count('queued', n)
   count('o:' .. outcome, -n)
 end
-return {scan[1], n}
+return {cursor, n}
 """
 
 # ARGV: prefix, authority, due, HSCAN cursor.  Queues a batch of the URLs settled ``fetched`` again,
 # due then, as visited once (a crawl made without --revisit resumed with it); {cursor, how many}.
 _REVISIT_SETTLED = """
-local a = ARGV[2]
-local scan = redis.call('HSCAN', key('u', a), ARGV[4], 'COUNT', 500)
-local n = 0
-for i = 1, #scan[2], 2 do
-  local r = load(a, scan[2][i])
-  if r[1] == DONE and r[8] == 'fetched' then
-    r[3], r[5], r[8], r[9] = 0, tonumber(ARGV[3]), false, math.max(r[9], 1)
-    enqueue(a, scan[2][i], r)
-    n = n + 1
-  end
-end
+local a, due = ARGV[2], tonumber(ARGV[3])
+local cursor, n = requeue_batch(a, ARGV[4], function(r) return r[8] == 'fetched' end,
+                                function(r) r[3], r[5], r[8], r[9] = 0, due, false, math.max(r[9], 1) end)
 if n > 0 then
-  redis.call('HINCRBY', key('a', a), 'done', -n)
   redis.call('HINCRBY', key('a', a), 'kept', n)
   refresh(a)
-  count('done', -n)
-  count('queued', n)
 end
-return {scan[1], n}
+return {cursor, n}
 """
 
 # ARGV: prefix, now.  Queued URLs visited before: how many are due at ``now``, and the next due.
