@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from manners.cache import LeaseLost
 from manners.crawl.frontier import (
     DONE,
     PAGES,
@@ -114,19 +115,21 @@ def test_a_visit_settled_without_a_due_time_is_done_for_good(opener: Opener) -> 
 
 
 def test_settling_the_same_visit_twice_changes_nothing(opener: Opener) -> None:
-    """A settle whose reply was lost is made again (``Patient``): the repeat must not count the
-    visit twice, nor move the URL now queued (or leased anew) for its next visit."""
+    """A settle whose reply was lost is made again (``Patient``, ``repeat``): the repeat must not
+    count the visit twice, nor move the URL now queued (or leased anew) for its next visit; a
+    stale settle (the lease leased anew) is refused, and changes nothing."""
 
     async def test(f: Frontier) -> None:
         await f.add(URL, 0)
         first = await lease_now(f)
         visit = Visit(1, time.time(), 1.0, DIGEST, 1.0, 0, True, first.token)
         await f.done(URL, "fetched", page=True, visit=visit)
-        await f.done(URL, "fetched", page=True, visit=visit)  # the repeat
+        await f.done(URL, "fetched", page=True, visit=visit, repeat=True)  # the repeat
         counts = await f.counts()
         assert counts["visit:1"] == 1 and counts["fetched"] == 1 and counts["queued"] == 1
         again = await lease_now(f)
-        await f.done(URL, "fetched", page=True, visit=visit)  # a late repeat while leased anew
+        with pytest.raises(LeaseLost):
+            await f.done(URL, "fetched", page=True, visit=visit, repeat=True)  # a late repeat, leased anew
         counts = await f.counts()
         assert counts["in_flight"] == 1 and counts["visit:1"] == 1
         assert again.visits == 1
@@ -233,9 +236,9 @@ def test_a_frontier_file_of_an_older_manners_gains_the_columns_and_keeps_its_url
 
     asyncio.run(test())
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     columns = {row[1] for row in db.execute("PRAGMA table_info(urls)")}
-    assert {"visits", "interval", "digest", "capture_at", "misses"} <= columns
+    assert {"visits", "interval", "digest", "capture_at", "misses", "token"} <= columns
     assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'urls_due'").fetchone() is not None
     db.close()
 

@@ -12,13 +12,28 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from .entry import Entry
 
 
 class CacheError(Exception):
     """The shared cache cannot be used (for example, its Redis server is down)."""
+
+
+class LeaseLost(Exception):
+    """A lease is no longer held by the one acting under it (it expired and was taken back, or
+    the URL was leased anew): a request, a settling or a retry under it was refused, and the
+    frontier left as it was.  Not a failure of the frontier: the worker drops that URL's work."""
+
+
+# Seconds added to a host's spacing when a slot is claimed: the start a claim compares with is
+# stamped after the connection was made, on a clock read a little later than the wire saw it,
+# and event loops (the crawler's, a server's) wake late by a few milliseconds.
+CLAIM_MARGIN = 0.01
+
+
+Held = tuple[str, str, float]  # a crawl lease a request is made under: URL, token, seconds it lasts
 
 
 class Slots(Protocol):
@@ -29,6 +44,12 @@ class Slots(Protocol):
     def claim(self, key: str, spacing: float) -> Awaitable[float]: ...
 
 
+class HeldSlots(Slots, Protocol):
+    """Slots kept with a crawl's leases (a ``Frontier``): a claim names the lease it acts under."""
+
+    def claim(self, key: str, spacing: float, held: Held | None = None) -> Awaitable[float]: ...
+
+
 async def take_slot(
     slots: Slots,
     key: str,
@@ -36,6 +57,7 @@ async def take_slot(
     wait: float = 0.0,
     *,
     told: Callable[[], Awaitable[float]] | None = None,
+    held: Held | None = None,
 ) -> None:
     """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
     before woke late): the one way a request waits for its turn, whoever shares the slots.
@@ -43,7 +65,13 @@ async def take_slot(
     ``wait``: seconds from now before which no slot may start (a Retry-After, a 44).  ``told``:
     asked when the slot comes, the seconds the host has asked for since, if any (a 44 another
     worker met); a slot after them is booked instead.  Only the seconds ``slots`` answers are
-    slept, on this process's monotonic clock: no two clocks are compared."""
+    slept, on this process's monotonic clock: no two clocks are compared.
+
+    ``held``: (URL, lease token, lease seconds) of the crawl lease the request is made under
+    (``slots`` is then a ``HeldSlots``): the claim grants the slot only while that lease is held,
+    and extends it, in one atomic step; ``LeaseLost`` when it is not, so no request leaves for a
+    URL another worker may have leased since.  Each claim asks ``CLAIM_MARGIN`` more than
+    ``spacing``."""
     slot = time.monotonic() + await slots.book(key, spacing, max(wait, 0.0))
     while True:
         while (left := slot - time.monotonic()) > 0:
@@ -52,7 +80,12 @@ async def take_slot(
         if more > 0:
             slot = time.monotonic() + await slots.book(key, spacing, more)
             continue
-        late = await slots.claim(key, spacing)
+        if held is None:
+            late = await slots.claim(key, spacing + CLAIM_MARGIN)
+        else:
+            late = await cast(HeldSlots, slots).claim(key, spacing + CLAIM_MARGIN, held)
+            if late < 0:
+                raise LeaseLost(f"the lease on {held[0]} is no longer held: its request was not sent")
         if late <= 0:
             return
         slot = time.monotonic() + late
@@ -115,4 +148,13 @@ def open_store(cache: str) -> Store:
     )
 
 
-__all__ = ["CacheError", "Entry", "Store", "default_sqlite_path", "open_store"]
+__all__ = [
+    "CLAIM_MARGIN",
+    "CacheError",
+    "Entry",
+    "Held",
+    "LeaseLost",
+    "Store",
+    "default_sqlite_path",
+    "open_store",
+]

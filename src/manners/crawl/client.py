@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
 from ..fetch.gemini import read_header, tls_context
@@ -63,9 +63,17 @@ def _failed(url: str, request: bytes, why: str, fingerprint: str | None = None) 
 
 
 async def gemini_get(
-    url: str, *, timeout: float, max_bytes: int, known_hosts: MutableMapping[str, str]
+    url: str,
+    *,
+    timeout: float,
+    max_bytes: int,
+    known_hosts: MutableMapping[str, str],
+    connected: Callable[[], object] | None = None,
 ) -> Response:
     """Request ``url`` (absolute, at most 1024 bytes) over TLS with SNI.
+
+    ``connected``: called once the connection is made, before the request is written (the crawler
+    stamps the host's spacing from then: when the request truly left).
 
     ``known_hosts`` maps ``host:port`` to certificate fingerprints: the first seen is
     kept; a different one is reported in ``fingerprint_changed`` and the answer still used.
@@ -82,7 +90,7 @@ async def gemini_get(
     state: dict[str, str] = {}
     try:
         return await asyncio.wait_for(
-            _gemini(url, request, host, port, deadlines, max_bytes, known_hosts, state), timeout
+            _gemini(url, request, host, port, deadlines, max_bytes, known_hosts, state, connected), timeout
         )
     except (TimeoutError, asyncio.TimeoutError):
         return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s",
@@ -102,8 +110,11 @@ async def _gemini(
     max_bytes: int,
     known_hosts: MutableMapping[str, str],
     state: dict[str, str],
+    connected: Callable[[], object] | None = None,
 ) -> Response:
     reader, writer = await connect(host, port, deadlines, tls_context())
+    if connected is not None:
+        connected()
     try:
         ssl_object = writer.get_extra_info("ssl_object")
         cert = (ssl_object.getpeercert(binary_form=True) if ssl_object else None) or b""
@@ -134,8 +145,11 @@ def _peer(writer: asyncio.StreamWriter) -> str | None:
     return str(name[0]) if isinstance(name, tuple) and name else None
 
 
-async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
-    """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes."""
+async def gopher_get(
+    url: str, *, timeout: float, max_bytes: int, connected: Callable[[], object] | None = None
+) -> Response:
+    """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes.
+    ``connected``: as for ``gemini_get``."""
     try:
         ref = gopher_ref(url)
         host, port, request = ref.host.strip("[]"), ref.port, ref.request()
@@ -146,7 +160,9 @@ async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
         return _failed(url, b"", f"not sent: {problem}")
     deadlines = Deadlines.of(timeout)
     try:
-        return await asyncio.wait_for(_gopher(url, request, host, port, deadlines, max_bytes), timeout)
+        return await asyncio.wait_for(
+            _gopher(url, request, host, port, deadlines, max_bytes, connected), timeout
+        )
     except (TimeoutError, asyncio.TimeoutError):
         return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s")
     except NetworkError as exc:
@@ -156,9 +172,17 @@ async def gopher_get(url: str, *, timeout: float, max_bytes: int) -> Response:
 
 
 async def _gopher(
-    url: str, request: bytes, host: str, port: int, deadlines: Deadlines, max_bytes: int
+    url: str,
+    request: bytes,
+    host: str,
+    port: int,
+    deadlines: Deadlines,
+    max_bytes: int,
+    connected: Callable[[], object] | None = None,
 ) -> Response:
     reader, writer = await connect(host, port, deadlines)
+    if connected is not None:
+        connected()
     try:
         peer = _peer(writer)
         writer.write(request)

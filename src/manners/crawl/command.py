@@ -127,7 +127,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=positive_seconds,
         metavar="S",
         help="seconds a lease lasts; renewed while its fetch runs, so only a dead worker's expire"
-        " (default: 120)",
+        " (default: 120); a worker waits out an unreachable Redis for half of it (30 s at most)",
     )
     p.add_argument(
         "--max-pages",
@@ -330,7 +330,7 @@ def _allow_private(value: Any) -> bool | tuple[Network, ...]:
 
 async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
     from ..cli import UsageError
-    from .frontier import FrontierError
+    from .frontier import CrawlLost, FrontierError
     from .progress import Progress, describe, safe, summary
 
     loop = asyncio.get_running_loop()
@@ -355,6 +355,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
     progress: Progress | None = None
     disallowed: list[str] = []
     failed: str | None = None
+    lost = False  # the crawl is gone from its frontier (CrawlLost): exit 1, never "done"
     try:
         try:
             await crawler.open()
@@ -374,6 +375,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
                 OSError,
             ) as exc:  # during the crawl: in flight back to the queue
                 failed = str(exc) if not isinstance(exc, OSError) else describe_os(exc, crawler.out)
+                lost = isinstance(exc, CrawlLost)
             finally:
                 ticker.cancel()
                 progress.close()
@@ -414,6 +416,9 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         print("files: " + ", ".join(str(f) for f in result["files"]))  # type: ignore[attr-defined]
         if interrupted or failed:
             print(f"to resume: {resume}")
+    if failed and lost:
+        print(f"manners crawl: {failed}", file=sys.stderr)  # nothing to take back: the crawl is gone
+        return 1
     if failed:
         if crawler.shared:
             back = f"its leases expire within --lease {crawler.lease:g} s and the fleet takes them back"

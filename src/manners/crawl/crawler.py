@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from .. import __version__
 from ..agents import require_token
-from ..cache import take_slot
+from ..cache import LeaseLost, take_slot
 from ..cache.entry import TTL, Entry
 from ..fetch import FetchResult, fetch_robots
 from ..fetch.address import POLICY, AddressPolicy, Network
@@ -50,7 +50,18 @@ from ..robots import asked_spacing
 from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get
-from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, Visit, is_shared, open_frontier, shown
+from .frontier import (
+    PAGES,
+    CrawlLost,
+    Frontier,
+    FrontierError,
+    Lease,
+    Patient,
+    Visit,
+    is_shared,
+    open_frontier,
+    shown,
+)
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import Ledger, PageLog
 from .revisit import GONE_AFTER, REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
@@ -73,7 +84,7 @@ IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in th
 LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
 CANCEL_AGAIN = 0.2  # seconds a task may take to end once cancelled before it is cancelled again
-PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops
+PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops (lease/2 at most)
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 
 
@@ -348,6 +359,8 @@ class Crawler:
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
+        self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
+        self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -394,8 +407,8 @@ class Crawler:
         await self._identity()
         if self.settings is not None:
             await self.frontier.set_meta("settings", json.dumps(self.settings))
-        if self.shared:
-            self.frontier = Patient(frontier, PATIENCE)
+        if self.shared:  # a worker gives up before its leases can expire: it never wakes holding stale ones
+            self.frontier = Patient(frontier, patience(self.lease))
         assert self.agent is not None and self.roles is not None
         self.robot = Robot(
             self.agent,
@@ -602,6 +615,8 @@ class Crawler:
                     await asyncio.wait_for(self._wake.wait(), pause)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
+        except CrawlLost as exc:  # the frontier forgot the crawl: nothing of it can be trusted to end it
+            self._lose(exc)
         finally:
             try:
                 if self._stop.is_set():  # let requests in flight end, briefly
@@ -610,9 +625,20 @@ class Crawler:
                     await self._drain(active, None)
             finally:  # the leases are renewed until the last fetch has ended
                 await _cancelled(*upkeep)
-            await self._refresh_counts()
+                for page in list(self._unconfirmed.values()):
+                    self._unsettled(page, "the worker stopped before the frontier confirmed its settling")
+            with contextlib.suppress(CrawlLost):
+                await self._refresh_counts()
             if self._queue.empty():
                 self._queue.put_nowait(None)
+
+    def _lose(self, exc: CrawlLost) -> None:
+        """The crawl is gone from its frontier: this worker stops, and the crawl does not complete."""
+        if self._failure is None:
+            self._failure = exc
+        self.stats.completed = False
+        self._stop.set()
+        self._wake.set()
 
     async def _every(
         self, seconds: float, job: Callable[[], Awaitable[object]], at_once: bool = False
@@ -624,15 +650,40 @@ class Crawler:
         while True:
             try:
                 await job()
+            except CrawlLost as exc:
+                self._lose(exc)
+                return
             except FrontierError as exc:
                 log.debug("upkeep: %s", exc)
             await asyncio.sleep(seconds)
 
     async def _renew(self) -> None:
         """This worker's leases, extended while their URLs are handled (waiting for the host's turn,
-        fetching, settling): only a dead or stuck worker's leases expire."""
+        fetching, settling): only a dead or stuck worker's leases expire.  One found no longer held
+        (this worker was stopped, or cut off, past it) is written to the ledger as lost: its slot
+        claim or its settling will be refused, and that URL's work dropped."""
         if self._leased:
-            await self.frontier.renew(list(self._leased), self.owner, self.lease)
+            held = {url: lease.token for url, lease in self._leased.items()}
+            for url in await self.frontier.renew(held, self.owner, self.lease):
+                lease = self._leased.get(url)
+                if lease is not None and lease.token == held[url]:
+                    self._lease_lost(lease, "renewal found the lease expired and taken back")
+
+    def _lease_lost(self, lease: Lease, reason: str) -> None:
+        """The ledger's ``lease-lost`` line for ``lease``, once."""
+        if lease.token in self._lost:
+            return
+        self._lost.add(lease.token)
+        log.warning("%s: %s; its work is dropped", lease.url, reason)
+        self.ledger.event(lease.url, "lease-lost", lease.token or None, reason)
+
+    def _unsettled(self, page: Page, reason: str) -> None:
+        """A page recorded whose settling the frontier did not commit: a second line says so (the
+        URL will be handed out again, so a later request of it is expected)."""
+        if self._unconfirmed.pop(page.url, None) is None:
+            return
+        self.pages.write({"url": page.url, "outcome": "unsettled", "was": page.outcome, "reason": reason,
+                          "at": timestamp(time.time()), "worker": self.owner})  # fmt: skip
 
     async def _heartbeat(self) -> None:
         await self.frontier.heartbeat(self.owner, self._beat("running"))
@@ -724,6 +775,10 @@ class Crawler:
                         again = self._beyond_limit(lease, unwatched)
                     else:
                         again = await self._settle(auth, lease)
+                except LeaseLost as exc:  # no request left under it, or its retry changed nothing
+                    self._lease_lost(lease, str(exc))
+                    self._settling.pop(lease.url, None)
+                    again = True
                 except BaseException:
                     self._leased.pop(lease.url, None)
                     raise
@@ -764,7 +819,19 @@ class Crawler:
         if settling is None:
             return
         settled, page, linked = settling
-        await settled
+        lease = self._leased.get(page.url)
+        try:
+            await settled
+        except LeaseLost as exc:
+            self._leased.pop(page.url, None)
+            if lease is not None:
+                self._lease_lost(lease, str(exc))
+            self._unsettled(page, "the frontier refused the settling: the lease was no longer held")
+            return
+        except FrontierError as exc:
+            self._unsettled(page, f"the frontier could not be reached to settle it: {exc}")
+            raise
+        self._unconfirmed.pop(page.url, None)
         self._leased.pop(page.url, None)
         if linked:
             self._wake.set()
@@ -798,35 +865,41 @@ class Crawler:
             why = f"robots.txt asks for {asked:g} s between requests"
             why += f", more than --max-delay {self.max_delay:g} s"
             await self._park(auth, time.time() + FOREVER, why)
-            await self.frontier.retry(url, time.time(), attempt=False)
+            await self.frontier.retry(url, time.time(), attempt=False, token=lease.token)
             return False
         spacing = self.robot.delay(url)  # a Request-rate's window may have opened since it was read
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
-        honoured = await self._turn(auth, spacing, policy.entry)
+        honoured = await self._turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
         self.stats.requests += 1
         if visiting is not None:
             visiting.started = time.time()
         self.ledger.note(url, "caps" if _is_caps(url) else "page", lease.token or None, spacing, honoured)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
-        async with self._holding(auth, spacing):
+        async with self._holding(auth, spacing) as connected:
             if url.startswith("gemini:"):
                 response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
-                                            known_hosts=self.known_hosts)  # fmt: skip
+                                            known_hosts=self.known_hosts, connected=connected)  # fmt: skip
                 return await self._gemini(auth, lease, decision, response)
-            response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes)
+            response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
+                                        connected=connected)  # fmt: skip
             return await self._gopher(lease, decision, response)
 
     # -- pacing, on the frontier ----------------------------------------------------------
 
-    async def _turn(self, auth: str, spacing: float, entry: Entry | None = None) -> float | None:
+    async def _turn(
+        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
+    ) -> float | None:
         """Wait for this worker's turn at ``auth``, ``spacing`` after the last request to it by
         any worker, and after any wait the server asked for (a 44 here, or told by another worker
         through the frontier; robots.txt's Retry-After).  Returns the end of the server's wait
         that this request is the first of ours to honour (the ledger's ``not_before``), or None.
 
         A 44 another worker met after this one booked its slot would not hold this request back,
-        so on a fleet the frontier is asked once more, when the slot comes, before it is claimed."""
+        so on a fleet the frontier is asked once more, when the slot comes, before it is claimed.
+
+        ``lease``: the lease the request is made under; the slot is claimed only while it is held
+        (and it is extended in the same step), else LeaseLost and no request leaves."""
         until = self._asked.get(auth, 0.0)
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
@@ -837,7 +910,9 @@ class Crawler:
             until = max(until, slowed)
             return slowed - time.time()
 
-        await take_slot(self.frontier, auth, spacing, until - time.time(), told=told if self.shared else None)
+        held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
+        await take_slot(self.frontier, auth, spacing, until - time.time(), told=told if self.shared else None,
+                        held=held)  # fmt: skip
         if until <= 0 or self._honoured.get(auth) == until:
             return None
         self._honoured[auth] = until
@@ -845,8 +920,14 @@ class Crawler:
         return until
 
     @contextlib.asynccontextmanager
-    async def _holding(self, auth: str, spacing: float) -> AsyncIterator[None]:
+    async def _holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
         """One request at a time per host, fleet-wide, spaced from when it truly ended.
+
+        Yields the callback the client calls once its connection is made: ``auth``'s start is
+        stamped then (claimed with no spacing), in one process as in a fleet, so the next request
+        is spaced from when this one truly left, not from when its slot was granted (the name
+        lookup, the connection and a busy event loop come in between, and a kill may come
+        before the end).
 
         While the request runs and its answer is read, ``auth`` is claimed with no spacing every
         half spacing (such a claim always succeeds, as if a request started then), and once more
@@ -856,11 +937,19 @@ class Crawler:
         next.  A single process needs none of it: its one task per host sends the next request
         only after this one's answer."""
         holder = self._hold(auth, spacing)
+        stamps: list[asyncio.Future[float]] = []
+
+        def connected() -> None:
+            stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
+
         try:
-            yield
+            yield connected
         finally:
             if holder is not None:
                 await _cancelled(holder)
+            if stamps:
+                await asyncio.wait(stamps)  # its failure is the next call's to meet
+            if holder is not None:
                 await self.frontier.claim(auth, 0.0)
 
     def _hold(self, auth: str, spacing: float) -> asyncio.Task[None] | None:
@@ -937,7 +1026,7 @@ class Crawler:
         until = max(entry.expires_at, time.time() + self.min_delay)
         why = f"robots.txt unreachable ({entry.status}), attempt {entry.failures} of {self.robots_attempts}"
         await self._park(auth, until, f"{why}; trying again in {until - time.time():.0f} s")
-        await self.frontier.retry(lease.url, until, attempt=False)
+        await self.frontier.retry(lease.url, until, attempt=False, token=lease.token)
         return False
 
     async def _park(self, auth: str, until: float, why: str) -> None:
@@ -1021,7 +1110,7 @@ class Crawler:
             self._finish(Page(lease.url, "error", lease.depth, now, reason=reason, **base))
         else:
             self.stats.retries += 1
-            await self.frontier.retry(lease.url, now + wait)
+            await self.frontier.retry(lease.url, now + wait, token=lease.token)
         if slow:  # nothing more goes to this host for `wait` seconds, from any worker of the fleet
             why = f"44 slow down: {wait:g} s"
             if wait > self.max_delay:
@@ -1196,8 +1285,10 @@ class Crawler:
         counted = requested and (lease is None or lease.capture_at is None)
         self._record(page)
         links = list(links)
+        token = lease.token if lease is not None else ""
         settled = self.frontier.done(page.url, page.outcome, links, depth=depth, redirects=redirects,
-                                     page=counted, visit=visit)  # fmt: skip
+                                     page=counted, visit=visit, token=token)  # fmt: skip
+        self._unconfirmed[page.url] = page
         if counted:
             self._pages += 1
         self._settling[page.url] = (settled, page, bool(links))
@@ -1234,6 +1325,13 @@ class Crawler:
         elif lease.visits > 0 and page.status != 52 and not page.permanent:
             due = started + max(interval or self.revisit_min, floor)
         return Visit(lease.visits + 1, due, interval, digest_, capture_at, misses, changed, lease.token)
+
+
+def patience(lease: float) -> float:
+    """Seconds a worker waits out an unreachable shared frontier: ``PATIENCE``, or half its lease
+    if that is shorter, so that a worker cut off gives up before its leases can expire (they are
+    renewed every third of a lease) and never goes on with work others have taken back."""
+    return min(PATIENCE, lease / 2)
 
 
 def read_settings(

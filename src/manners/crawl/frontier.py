@@ -39,11 +39,12 @@ import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
+from ..cache import Held, LeaseLost
 from ..cache.sqlite import SLOTS_SCHEMA, begin_immediate, book_slot, claim_slot, connect, run_transaction
 from .urls import authority
 
@@ -146,8 +147,15 @@ class Frontier(Protocol):
         redirects: int = 0,
         page: bool = False,
         visit: Visit | None = None,
+        token: str = "",
+        repeat: bool = False,
     ) -> Awaitable[int]:
         """Settle ``url`` (in flight or queued) with ``outcome``, queueing ``links`` in the same transaction.
+
+        ``token`` (or ``visit.token``): the lease settled.  The settling is fenced: made only while
+        that lease is held, else nothing changes (not even the links) and LeaseLost is raised.
+        ``repeat``: the call before may have been applied (its reply was lost), so a URL no longer
+        in flight may be its own settling, and is taken as such.
 
         ``links`` are queued at ``depth`` with ``url`` as parent and ``redirects``: a kill can never
         fall between a page being settled and its links being known.  ``page``: a page was
@@ -161,10 +169,13 @@ class Frontier(Protocol):
         """
         ...
 
-    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+    async def retry(
+        self, url: str, not_before: float, attempt: bool = True, *, token: str = "", repeat: bool = False
+    ) -> None:
         """Return an in-flight ``url`` to the queue, not to be leased before ``not_before``.
 
         ``attempt``: the URL was tried (attempts + 1); False when it waits for its host (robots.txt).
+        ``token``: the lease it is under; LeaseLost, nothing changed, when that lease is not held.
         """
         ...
 
@@ -186,8 +197,10 @@ class Frontier(Protocol):
         """Return leases to the queue: all of them (owner None), else ``owner``'s and every expired one."""
         ...
 
-    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
-        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (others' are left alone).
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:
+        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (others' are left alone);
+        returns the URLs whose lease is no longer held (it expired and was taken back).  ``urls``
+        may map each URL to its lease's token, so that only that very lease is extended.
 
         A worker renews what it holds while the fetches run, so only the leases of a worker that
         died or hung expire."""
@@ -207,10 +220,12 @@ class Frontier(Protocol):
         the crawl, so every worker of a fleet books from the same slots."""
         ...
 
-    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
+    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
         """Start a request to ``authority`` now if the last one started ``spacing`` ago or more.
 
-        The cache Store's ``claim``: 0 when claimed, else the seconds still to wait."""
+        The cache Store's ``claim``: 0 when claimed, else the seconds still to wait.  ``held``:
+        (URL, lease token, lease seconds) of the lease the request is made under, checked in the
+        same atomic step: -1 when it is no longer held (nothing claimed), else it is extended."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
@@ -305,10 +320,10 @@ CREATE TABLE IF NOT EXISTS workers (
 # opened (``_migrate``), a new one as one an older manners made; ``user_version`` then says it is done.
 _ADDED = {
     "urls": ("visits INTEGER NOT NULL DEFAULT 0", "interval REAL", "digest TEXT", "capture_at REAL",
-             "misses INTEGER NOT NULL DEFAULT 0"),
+             "misses INTEGER NOT NULL DEFAULT 0", "token TEXT"),
     "authorities": ("kept INTEGER NOT NULL DEFAULT 0",),
 }  # fmt: skip
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: urls.token, the lease's token (fencing)
 # Revisits waiting for their due time, for ``revisits`` (status): new URLs have visits = 0.
 _DUE_INDEX = "CREATE INDEX IF NOT EXISTS urls_due ON urls (not_before) WHERE state = 'queued' AND visits > 0"
 
@@ -317,6 +332,11 @@ _Change = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]  # a
 
 class FrontierError(Exception):
     """The frontier file cannot be used."""
+
+
+class CrawlLost(FrontierError):
+    """The crawl's data is gone from its frontier (a Redis restarted without it, keys evicted):
+    waiting cannot bring it back, so the worker stops, and never says the crawl is done."""
 
 
 class SQLiteFrontier:
@@ -371,9 +391,10 @@ class SQLiteFrontier:
             ).fetchone()
             if row is None:
                 return None
+            token = secrets.token_hex(8)
             db.execute(
-                "UPDATE urls SET state = 'in_flight', owner = ?, lease_until = ? WHERE id = ?",
-                (owner, now + ttl, row[0]),
+                "UPDATE urls SET state = 'in_flight', owner = ?, lease_until = ?, token = ? WHERE id = ?",
+                (owner, now + ttl, token, row[0]),
             )
             self._turn = max(now, self._turn + 1e-6)
             db.execute(
@@ -381,7 +402,7 @@ class SQLiteFrontier:
                 f" eligible_at = {_ELIGIBLE} WHERE authority = ?",
                 (self._turn, authority),
             )
-            return Lease(row[1], row[2], row[3], row[4], row[5], secrets.token_hex(8), *row[6:])
+            return Lease(row[1], row[2], row[3], row[4], row[5], token, *row[6:])
 
         return self._write(take)
 
@@ -395,18 +416,27 @@ class SQLiteFrontier:
         redirects: int = 0,
         page: bool = False,
         visit: Visit | None = None,
+        token: str = "",
+        repeat: bool = False,
     ) -> Awaitable[int]:
         todo = list(links)
+        token = token or (visit.token if visit is not None else "")
 
         def settle(db: sqlite3.Connection) -> int:
-            row = db.execute("SELECT state, authority, visits FROM urls WHERE url = ?", (url,)).fetchone()
+            row = db.execute(
+                "SELECT state, authority, visits, token FROM urls WHERE url = ?", (url,)
+            ).fetchone()
+            if token and (row is None or row[0] != IN_FLIGHT or row[3] != token):
+                if repeat and row is not None and row[0] != IN_FLIGHT:
+                    return 0  # its own settling, whose reply was lost
+                raise LeaseLost(f"the lease on {url} is no longer held: its settling was refused")
             if visit is not None:
                 if row is not None and row[0] == IN_FLIGHT and row[2] < visit.number:  # else a repeat
                     _settle_visit(db, url, row[1], first=row[2] == 0, outcome=outcome, page=page, visit=visit)
             elif row is not None and row[0] != DONE:
                 db.execute(
                     "UPDATE urls SET state = 'done', outcome = ?, owner = NULL, lease_until = NULL,"
-                    " settled_at = ? WHERE url = ?",
+                    " token = NULL, settled_at = ? WHERE url = ?",
                     (outcome, time.time(), url),
                 )
                 if row[0] == QUEUED:
@@ -419,14 +449,20 @@ class SQLiteFrontier:
 
         return self._write(settle)
 
-    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+    async def retry(
+        self, url: str, not_before: float, attempt: bool = True, *, token: str = "", repeat: bool = False
+    ) -> None:
         def again(db: sqlite3.Connection) -> None:
-            row = db.execute("SELECT state, authority FROM urls WHERE url = ?", (url,)).fetchone()
+            row = db.execute("SELECT state, authority, token FROM urls WHERE url = ?", (url,)).fetchone()
+            if token and (row is None or row[0] != IN_FLIGHT or row[2] != token):
+                if repeat and row is not None and row[0] == QUEUED:
+                    return
+                raise LeaseLost(f"the lease on {url} is no longer held: its retry was refused")
             if row is None or row[0] != IN_FLIGHT:
                 return
             db.execute(
                 "UPDATE urls SET state = 'queued', attempts = attempts + ?, not_before = ?,"
-                " owner = NULL, lease_until = NULL WHERE url = ?",
+                " owner = NULL, lease_until = NULL, token = NULL WHERE url = ?",
                 (int(attempt), not_before, url),
             )
             db.execute(
@@ -454,15 +490,20 @@ class SQLiteFrontier:
             lambda db: _unlease(db, "state = 'in_flight' AND lease_until <= ?", (time.time(),), attempt=True)
         )
 
-    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
-        todo = list(urls)
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:
+        tokens = dict(urls) if isinstance(urls, Mapping) else dict.fromkeys(urls, "")
 
-        def extend(db: sqlite3.Connection) -> None:
-            until = time.time() + ttl
-            db.executemany(
-                "UPDATE urls SET lease_until = ? WHERE url = ? AND state = 'in_flight' AND owner = ?",
-                [(until, url, owner) for url in todo],
-            )
+        def extend(db: sqlite3.Connection) -> list[str]:
+            until, gone = time.time() + ttl, []
+            for url, token in tokens.items():
+                changed = db.execute(
+                    "UPDATE urls SET lease_until = ? WHERE url = ? AND state = 'in_flight' AND owner = ?"
+                    " AND (? = '' OR token = ?)",
+                    (until, url, owner, token, token),
+                ).rowcount
+                if not changed:
+                    gone.append(url)
+            return gone
 
         return self._write(extend)
 
@@ -574,8 +615,22 @@ class SQLiteFrontier:
     def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
         return self._write(lambda db: book_slot(db, authority, spacing, wait))
 
-    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
-        return self._write(lambda db: claim_slot(db, authority, spacing))
+    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
+        def take(db: sqlite3.Connection) -> float:
+            if held is None:
+                return claim_slot(db, authority, spacing)
+            url, token, ttl = held
+            row = db.execute(
+                "SELECT 1 FROM urls WHERE url = ? AND state = 'in_flight' AND token = ?", (url, token)
+            ).fetchone()
+            if row is None:
+                return -1.0  # the lease is no longer held: no slot
+            left = claim_slot(db, authority, spacing)
+            if left <= 0:
+                db.execute("UPDATE urls SET lease_until = ? WHERE url = ?", (time.time() + ttl, url))
+            return left
+
+        return self._write(take)
 
     # -- workers --------------------------------------------------------------------------------
 
@@ -918,13 +973,30 @@ class Patient:
         redirects: int = 0,
         page: bool = False,
         visit: Visit | None = None,
+        token: str = "",
+        repeat: bool = False,
     ) -> Awaitable[int]:
         todo = list(links)
-        settle = functools.partial(self.inner.done, depth=depth, redirects=redirects, page=page, visit=visit)
-        return self._call(lambda: settle(url, outcome, todo))
+        settle = functools.partial(self.inner.done, depth=depth, redirects=redirects, page=page, visit=visit,
+                                   token=token)  # fmt: skip
+        tries = [repeat]
 
-    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
-        await self._call(lambda: self.inner.retry(url, not_before, attempt))
+        def call() -> Awaitable[int]:  # a call made again may find its first one applied
+            again, tries[0] = tries[0], True
+            return settle(url, outcome, todo, repeat=again)
+
+        return self._call(call)
+
+    async def retry(
+        self, url: str, not_before: float, attempt: bool = True, *, token: str = "", repeat: bool = False
+    ) -> None:
+        tries = [repeat]
+
+        def call() -> Awaitable[None]:
+            again, tries[0] = tries[0], True
+            return self.inner.retry(url, not_before, attempt, token=token, repeat=again)
+
+        await self._call(call)
 
     async def requeue(self, outcome: str) -> int:
         return await self._call(lambda: self.inner.requeue(outcome))
@@ -938,8 +1010,8 @@ class Patient:
     async def recover(self, owner: str | None = None) -> int:
         return await self._call(lambda: self.inner.recover(owner))
 
-    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[None]:
-        todo = list(urls)
+    def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:
+        todo = dict(urls) if isinstance(urls, Mapping) else list(urls)
         return self._call(lambda: self.inner.renew(todo, owner, ttl))
 
     def reclaim(self) -> Awaitable[int]:
@@ -948,8 +1020,10 @@ class Patient:
     def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
         return self._call(lambda: self.inner.book(authority, spacing, wait))
 
-    def claim(self, authority: str, spacing: float) -> Awaitable[float]:
-        return self._call(lambda: self.inner.claim(authority, spacing))
+    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
+        if held is None:
+            return self._call(lambda: self.inner.claim(authority, spacing))
+        return self._call(lambda: self.inner.claim(authority, spacing, held))
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
         return self._call(lambda: self.inner.heartbeat(worker, info))
@@ -1002,6 +1076,8 @@ class Patient:
                 if isinstance(attempt, FrontierError):
                     raise attempt
                 result = await attempt
+            except CrawlLost:
+                raise  # no wait brings a lost crawl back
             except FrontierError as exc:
                 if self._gave_up is not None:
                     raise self._gave_up from None

@@ -19,6 +19,7 @@ statuses integers or null, as there too.  The file is opened without following a
 The ledger (``requests-WORKER.jsonl``, :class:`Ledger`) is the same kind of file, one line per
 request, written and flushed *before* the request leaves: a request whose answer never came
 back (its worker killed mid-fetch) is on record all the same, for ``manners crawl audit``.
+It also holds ``lease-lost`` lines (:meth:`Ledger.event`): no request, a lease the worker lost.
 """
 
 from __future__ import annotations
@@ -98,6 +99,16 @@ class Ledger:
         self._log.write(
             {**line, "worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
         )
+
+    def event(self, url: str, kind: Literal["lease-lost"], lease: str | None, reason: str) -> None:
+        """A line that is no request: ``kind`` ``lease-lost`` when the worker learns that the lease
+        ``lease`` on ``url`` is no longer its own (renewal found it gone, a slot claim or a settling
+        was refused) and drops that URL's work.  Keys: ``at``, ``t``, ``authority``, ``url``,
+        ``kind``, ``worker``, ``lease``, ``reason``; ``audit`` counts no request for it, and
+        labels with it a repeat of ``url`` by another worker."""
+        now = time.time()
+        line = {"at": timestamp(now), "t": now, "authority": authority(url), "url": url, "kind": kind}
+        self._log.write({**line, "worker": self.worker, "lease": lease, "reason": reason})
 
     def close(self) -> None:
         self._log.close()

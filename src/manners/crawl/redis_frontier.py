@@ -66,6 +66,7 @@ queued, its lease while in flight; the worker keeps nothing of the URL set in Py
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -77,6 +78,7 @@ from collections.abc import (
     Collection,
     Iterable,
     Iterator,
+    Mapping,
     MutableMapping,
     Sequence,
 )
@@ -84,8 +86,20 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..cache import Held, LeaseLost
 from ..cache.redis import BOOK, CLAIM
-from .frontier import DONE, IN_FLIGHT, QUEUED, WORKERS_KEPT, FrontierError, Lease, Revisits, Visit, _retrieved
+from .frontier import (
+    DONE,
+    IN_FLIGHT,
+    QUEUED,
+    WORKERS_KEPT,
+    CrawlLost,
+    FrontierError,
+    Lease,
+    Revisits,
+    Visit,
+    _retrieved,
+)
 from .urls import authority
 
 if TYPE_CHECKING:
@@ -96,6 +110,7 @@ T = TypeVar("T")
 SHARDS = 16  # shards of a crawl: part of its layout, kept in N:layout
 _CHUNK = 1000  # URLs queued per script call: a big add_many must not hold Redis for long
 _ALL = "\0all"  # the ordering key of the changes that touch every authority
+_LOST = "manners-crawl-lost"  # the error a script raises when a crawl's marker or a record is gone
 
 # Put before each per-shard script.  ARGV[1] is the shard's key prefix ``N:{N:k}:``; every key a
 # script names is built from it, so it hashes to the slot of KEYS[1] (the shard's counts).
@@ -112,6 +127,19 @@ end
 local function count(field, n)
   if n ~= 0 then redis.call('HINCRBY', P .. 'counts', field, n) end
 end
+-- The shard's marker, written when the crawl was made: without it the crawl is gone (a Redis
+-- restarted without its data) or has lost keys (evicted): nothing may go on as if it were whole.
+-- Checked before a script writes anything (a script's error does not undo its writes).
+local function alive()
+  if redis.call('EXISTS', P .. 'crawl') == 0 then error('manners-crawl-lost ' .. P .. 'crawl') end
+end
+-- Whether ``url`` is in flight under the lease ``token`` (its ``held`` entry names it).
+local function holds(url, token)
+  local held = redis.call('HGET', P .. 'held', url)
+  return held ~= false and held ~= nil and cmsgpack.unpack(held) == token
+end
+-- A record that should be there and is not: a key evicted.
+local function lost(what) error('manners-crawl-lost ' .. what) end
 -- A URL's record: {state, depth, attempts, redirects, not_before, id, parent, outcome, visits,
 -- interval, digest, capture_at, misses}; absent values are false (a record of 8 fields, written
 -- before a crawl could revisit, reads the last five as absent).
@@ -190,6 +218,7 @@ local function add_urls(i)
   local cap, depth, redirects = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local parent = ARGV[i + 3] == '1' and ARGV[i + 4]
   local codes, touched, added = {}, {}, 0
+  alive()
   for j = i + 5, #ARGV, 2 do
     local a, url = ARGV[j], ARGV[j + 1]
     local code = 0
@@ -220,14 +249,16 @@ _ADD = "return add_urls(2)"
 # ARGV: prefix, authority, owner, ttl, now (crawler's clock), token.
 _LEASE = """
 local a, now = ARGV[2], tonumber(ARGV[5])
+alive()
 local due = redis.call('ZSCORE', P .. 'due', a)
 if not due or tonumber(due) > now then return false end
 local first = redis.call('ZRANGEBYSCORE', key('q', a), '-inf', ARGV[5], 'LIMIT', 0, 1)
 if #first == 0 then return false end
 local url = string.sub(first[1], 11)
+local r = load(a, url)
+if not r then lost(key('u', a) .. ' ' .. url) end
 redis.call('ZREM', key('q', a), first[1])
 redis.call('ZREM', P .. 'revisit', url)
-local r = load(a, url)
 r[1] = IN_FLIGHT
 store(a, url, r)
 local t = clock()
@@ -242,21 +273,26 @@ return {url, r[2], r[3], r[7], r[4], ARGV[6], r[9], exact(r[10]), r[11], exact(r
 
 # ARGV: prefix, authority, url, outcome, page (0/1), the JSON of its links for the outbox ('' for
 # none), a revisiting crawl's visit (number, 0 for none; due, interval, digest, capture_at, '' for
-# none; misses; changed, '' for none, else 0/1; the lease's token), then add_urls' arguments for
-# the links of this shard.  Returns {queue the outbox's links (1: settled now; 0: settled before,
-# and 1 if its outbox entry waits still), the links' codes}.  A visit settles only the lease it
-# names: one settled already (the reply lost) is back in the queue, or leased anew.
+# none; misses; changed, '' for none, else 0/1), the lease's token ('' for none), a repeat (1: the
+# call before lost its reply), then add_urls' arguments for the links of this shard.  Returns
+# {queue the outbox's links (1: settled now; 0: settled before, and 1 if its outbox entry waits
+# still), the links' codes, 1 settled now, 0 before, -1 refused}.  Given a token, it settles
+# only while that lease is held: a stale one (the lease expired and was taken back) changes
+# nothing; a repeat finds its own settling done (or the URL queued for its next visit).
 _SETTLE = """
 local a, url = ARGV[2], ARGV[3]
+alive()
 local r = load(a, url)
-local number = tonumber(ARGV[7])
+local number, token = tonumber(ARGV[7]), ARGV[14]
 local function opt(x) if x == '' then return false end return x end
-local function mine()
-  local held = redis.call('HGET', P .. 'held', url)
-  return r and r[1] == IN_FLIGHT and held and cmsgpack.unpack(held) == ARGV[14]
+local function mine() return r and r[1] == IN_FLIGHT and holds(url, token) end
+if token ~= '' and not mine() then
+  if not r then lost(key('u', a) .. ' ' .. url) end
+  if ARGV[15] == '1' and r[1] ~= IN_FLIGHT then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
+  return {0, {}, -1}
 end
 if number > 0 then
-  if not mine() then return {redis.call('HEXISTS', P .. 'outbox', url), {}} end
+  if not mine() then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
   unlease(url)
   count('in_flight', -1)
   local first = r[9] == 0
@@ -282,9 +318,9 @@ if number > 0 then
     if ARGV[13] == '1' then count('o:changed:' .. number, 1) end
   end
   if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
-  return {1, add_urls(15)}
+  return {1, add_urls(16), 1}
 end
-if r and r[1] == DONE then return {redis.call('HEXISTS', P .. 'outbox', url), {}} end
+if r and r[1] == DONE then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
 if r then
   if r[1] == QUEUED then
     redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
@@ -304,13 +340,21 @@ if r then
   if ARGV[5] == '1' then count('o:pages', 1) end
 end
 if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
-return {1, add_urls(15)}
+return {1, add_urls(16), 1}
 """
 
-# ARGV: prefix, authority, url, not_before, attempts to add (0/1).
+# ARGV: prefix, authority, url, not_before, attempts to add (0/1), the lease's token ('' for
+# none), a repeat (1/0).  1 when queued again, 0 when not in flight, -1 when the lease named is
+# not held (nothing changed).
 _RETRY = """
 local a, url = ARGV[2], ARGV[3]
+alive()
 local r = load(a, url)
+if ARGV[6] ~= '' and not (r and r[1] == IN_FLIGHT and holds(url, ARGV[6])) then
+  if not r then lost(key('u', a) .. ' ' .. url) end
+  if ARGV[7] == '1' and r[1] == QUEUED then return 0 end
+  return -1
+end
 if not r or r[1] ~= IN_FLIGHT then return 0 end
 unlease(url)
 r[3] = r[3] + tonumber(ARGV[5])
@@ -325,6 +369,7 @@ return 1
 # ARGV: prefix, owner ('' for none).  Returns the expired leases to the queue with one attempt
 # more, and the owner's others without; how many.
 _RECLAIM = """
+alive()
 local urls = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', score(clock()))
 local tried = {}
 for _, url in ipairs(urls) do tried[url] = 1 end
@@ -349,16 +394,39 @@ count('queued', #urls)
 return #urls
 """
 
-# ARGV: prefix, owner, ttl, urls...
+# ARGV: prefix, owner, ttl, then url, token pairs ('' for any of owner's).  Extends the leases
+# held; returns the URLs whose lease is no longer held (taken back, or leased anew).
 _RENEW = """
+alive()
 local expiry = score(clock() + tonumber(ARGV[3]))
-for i = 4, #ARGV do
-  local held = redis.call('HGET', P .. 'held', ARGV[i])
+local gone = {}
+for i = 4, #ARGV, 2 do
+  local url, token = ARGV[i], ARGV[i + 1]
+  local held = redis.call('HGET', P .. 'held', url)
+  local ok = false
   if held then
-    local _, owner = cmsgpack.unpack(held)
-    if owner == ARGV[2] then redis.call('ZADD', P .. 'leases', 'XX', expiry, ARGV[i]) end
+    local leased, owner = cmsgpack.unpack(held)
+    ok = owner == ARGV[2] and (token == '' or leased == token)
   end
+  if ok then redis.call('ZADD', P .. 'leases', 'XX', expiry, url) else gone[#gone + 1] = url end
 end
+return gone
+"""
+
+# ARGV: prefix, authority, spacing, url, token, ttl.  ``claim`` under a lease: the slot is
+# granted only while ``url`` is in flight under ``token``, and the lease is extended to ``ttl``
+# seconds from now in the same step, so the request leaves with its lease held.  Returns 0
+# when claimed, the seconds left, or -1 when the lease is not held.
+_CLAIM_HELD = """
+alive()
+if not holds(ARGV[4], ARGV[5]) then return '-1' end
+local now = clock()
+local k, spacing = key('start', ARGV[2]), tonumber(ARGV[3])
+local left = tonumber(redis.call('GET', k) or '0') + spacing - now
+if left > 0 then return string.format('%.6f', left) end
+redis.call('SET', k, string.format('%.6f', now), 'PX', math.ceil(spacing * 1000) + 60000)
+redis.call('ZADD', P .. 'leases', 'XX', score(now + tonumber(ARGV[6])), ARGV[4])
+return '0'
 """
 
 # ARGV: prefix, authority, outcome, HSCAN cursor.  Requeues a batch; returns {cursor, how many}.
@@ -390,12 +458,14 @@ return {cursor, n}
 
 # ARGV: prefix, now.  Queued URLs visited before: how many are due at ``now``, and the next due.
 _REVISITS = """
+alive()
 local later = redis.call('ZRANGEBYSCORE', P .. 'revisit', '(' .. ARGV[2], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 return {redis.call('ZCOUNT', P .. 'revisit', '-inf', ARGV[2]), later[2] or false}
 """
 
 # ARGV: prefix, authority, until, reason, now.
 _PARK = """
+alive()
 local a = ARGV[2]
 redis.call('HSET', key('a', a), 'parked', ARGV[3], 'reason', ARGV[4])
 redis.call('ZADD', P .. 'parked', ARGV[3], a)
@@ -419,6 +489,7 @@ return out
 # ARGV: prefix, now, want.  The first ``want`` authorities ready at ``now`` in turn order, with
 # their turns: a walk over ``turn`` that skips those not due yet, as SQLite walks its index.
 _READY = """
+alive()
 local now, want = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, start, step = {}, 0, want
 while #out < 2 * want do
@@ -437,11 +508,11 @@ return out
 """
 
 # ARGV: prefix.  The shard's counters, as HGETALL gives them.
-_COUNTS = "return redis.call('HGETALL', P .. 'counts')"
+_COUNTS = "alive() return redis.call('HGETALL', P .. 'counts')"
 # ARGV: prefix.  The shard's outbox, as HGETALL gives it.
 _OUTBOX = "return redis.call('HGETALL', P .. 'outbox')"
 # ARGV: prefix, n.  The first n + 1 authorities due, with when.
-_DUE = "return redis.call('ZRANGE', P .. 'due', 0, ARGV[2], 'WITHSCORES')"
+_DUE = "alive() return redis.call('ZRANGE', P .. 'due', 0, ARGV[2], 'WITHSCORES')"
 
 # ARGV: prefix.  The shard's lease expiring first: url, owner, seconds until it expires.
 _OLDEST = """
@@ -495,12 +566,13 @@ class RedisFrontier:
         self._prefixes = [f"{name}:{{{name}:{k}}}:" for k in range(SHARDS)]
         self._last: dict[str, asyncio.Task[Any]] = {}  # per authority: the last change asked for
         self.location, self._cluster, self._redis, self._sync = _connect(url, timeout)
-        self._check(lambda: self._sync.set(f"{name}:layout", _LAYOUT, nx=True))
+        made = self._check(lambda: self._sync.set(f"{name}:layout", _LAYOUT, nx=True))
         layout = self._check(lambda: self._sync.get(f"{name}:layout"))
         if layout != _LAYOUT:
             raise FrontierError(
                 f"the crawl {name!r} at {self.location} was made with {layout}, not {_LAYOUT}."
             )
+        self._mark(bool(made))
         script = self._redis.register_script
         self._book, self._claim, self._heartbeat = script(BOOK), script(CLAIM), script(_HEARTBEAT)
 
@@ -513,6 +585,31 @@ class RedisFrontier:
         self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
         self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
         self._revisit_settled, self._revisits = shard(_REVISIT_SETTLED), shard(_REVISITS)
+        self._claim_held = shard(_CLAIM_HELD)
+
+    def _mark(self, made: bool) -> None:
+        """The crawl's markers, one per shard (``N:{N:k}:crawl``), written when the crawl is made and
+        checked by the scripts from then on: a Redis that forgot the crawl (restarted without its
+        data, keys evicted) is told from an empty crawl.  A crawl made before markers existed gets
+        them now; one that has some and lacks others, or was declared lost, is refused."""
+        said = self._check(lambda: self._sync.get(f"{self.name}:lost"))
+        if said is not None:
+            raise CrawlLost(str(said))
+        markers = [prefix + "crawl" for prefix in self._prefixes]
+        there = [bool(self._check(lambda key=key: self._sync.exists(key))) for key in markers]  # type: ignore[misc]
+        if any(there) and (made or not all(there)):
+            raise self._lost_error()
+        if not any(there):  # a new crawl, or one made by an older manners: from now on it is watched
+            stamp = repr(time.time())
+            for key in markers:
+                self._check(lambda key=key: self._sync.set(key, stamp, nx=True))  # type: ignore[misc]
+
+    def _lost_error(self) -> CrawlLost:
+        return CrawlLost(
+            f"the crawl {self.name!r} at {self.location} has lost its data in Redis (its marker keys or"
+            " records are gone: Redis restarted without them, or evicted keys under maxmemory), so it"
+            " cannot go on: start it again under a new --name, on a Redis that keeps its data"
+        )
 
     # -- adding and settling ------------------------------------------------------------------
 
@@ -550,11 +647,16 @@ class RedisFrontier:
         redirects: int = 0,
         page: bool = False,
         visit: Visit | None = None,
+        token: str = "",
+        repeat: bool = False,
     ) -> Awaitable[int]:
         """Settle ``url`` and queue its links (see the module docstring: outbox), idempotent.
 
         Returns how many links were new; 0 when ``url`` was settled already, unless the call
-        settling it lost its reply before queueing all its links: then this one queues them."""
+        settling it lost its reply before queueing all its links: then this one queues them.
+        ``token`` (or ``visit.token``): the lease settled; LeaseLost, nothing changed, when it is
+        no longer held.  ``repeat``: the call before lost its reply (its settling may be done)."""
+        token = token or (visit.token if visit is not None else "")
         name = self._authority_of(url)
         pairs = [(self._authority_of(link), link) for link in links]
 
@@ -563,10 +665,12 @@ class RedisFrontier:
             here = [pair for pair in pairs if self._shard(pair[0]) == shard]
             away = [pair for pair in pairs if self._shard(pair[0]) != shard]
             outbox = {"depth": depth, "redirects": redirects, "parent": url, "links": [u for _, u in away]}
-            pending, codes = await self._run(
+            pending, codes, settled = await self._run(
                 self._settle, shard, name, url, outcome, int(page), json.dumps(outbox) if away else "",
-                *_visit_args(visit), *self._add_args(depth, url, redirects, here),
+                *_visit_args(visit), token, int(repeat), *self._add_args(depth, url, redirects, here),
             )  # fmt: skip
+            if int(settled) < 0:
+                raise LeaseLost(f"the lease on {url} is no longer held: its settling was refused")
             new = self._tally(codes)
             if pending and away:
                 new += await self._distribute(shard, away, depth, url, redirects)
@@ -574,10 +678,14 @@ class RedisFrontier:
 
         return self._ordered({name, *(n for n, _ in pairs)}, settle)
 
-    async def retry(self, url: str, not_before: float, attempt: bool = True) -> None:
+    async def retry(
+        self, url: str, not_before: float, attempt: bool = True, *, token: str = "", repeat: bool = False
+    ) -> None:
         name = self._authority_of(url)
-        args = (name, url, not_before, int(attempt))
-        await self._ordered({name}, lambda: self._run(self._retry, self._shard(name), *args))
+        args = (name, url, not_before, int(attempt), token, int(repeat))
+        got = await self._ordered({name}, lambda: self._run(self._retry, self._shard(name), *args))
+        if int(got) < 0:
+            raise LeaseLost(f"the lease on {url} is no longer held: its retry was refused")
 
     async def requeue(self, outcome: str) -> int:
         return await self._walk(self._requeue, outcome)
@@ -624,12 +732,18 @@ class RedisFrontier:
         them.  Any live worker calls it now and then: nothing waits for the dead one."""
         return await self.recover(None)
 
-    async def renew(self, urls: Collection[str], owner: str, ttl: float) -> None:
-        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (server time)."""
+    async def renew(self, urls: Collection[str], owner: str, ttl: float) -> list[str]:
+        """Extend ``owner``'s leases on ``urls`` to ``ttl`` seconds from now (server time); the URLs
+        whose lease is no longer held.  ``urls`` may map each URL to its lease's token: then only
+        that lease is extended (a URL leased anew to the same owner is not the same lease)."""
+        tokens: Mapping[str, str] = urls if isinstance(urls, Mapping) else dict.fromkeys(urls, "")
         by_shard: dict[int, list[str]] = {}
-        for url in urls:
-            by_shard.setdefault(self._shard(self._authority_of(url)), []).append(url)
-        await asyncio.gather(*(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items()))
+        for url, token in tokens.items():
+            by_shard.setdefault(self._shard(self._authority_of(url)), []).extend((url, token))
+        found = await asyncio.gather(
+            *(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items())
+        )
+        return [str(url) for gone in found for url in gone]
 
     async def oldest_lease(self) -> dict[str, object] | None:
         """The lease expiring first, fleet-wide: ``url``, ``owner`` and ``expires_in`` (seconds,
@@ -678,9 +792,15 @@ class RedisFrontier:
         """The next request slot of ``authority``, fleet-wide: the cache Store's ``book``."""
         return float(await self._call(self._book(keys=[self._key("slot", authority)], args=[spacing, wait])))
 
-    async def claim(self, authority: str, spacing: float) -> float:
-        """Start a request to ``authority`` now if allowed: the cache Store's ``claim``."""
-        return float(await self._call(self._claim(keys=[self._key("start", authority)], args=[spacing])))
+    async def claim(self, authority: str, spacing: float, held: Held | None = None) -> float:
+        """Start a request to ``authority`` now if allowed: the cache Store's ``claim``.  ``held``:
+        (URL, token, ttl) of the lease the request is made under: granted only while it is held,
+        and extended to ``ttl`` in the same script; -1 when it is not."""
+        if held is None:
+            return float(await self._call(self._claim(keys=[self._key("start", authority)], args=[spacing])))
+        url, token, ttl = held
+        args = (authority, spacing, url, token, ttl)
+        return float(await self._run(self._claim_held, self._shard(authority), *args))
 
     # -- figures, workers and memory ----------------------------------------------------------
 
@@ -871,8 +991,18 @@ class RedisFrontier:
         return list(await self._call(pipe.execute()))
 
     async def _call(self, pending: Awaitable[T]) -> T:
+        import redis.exceptions
+
         with _failures(self.location):
-            return await pending
+            try:
+                return await pending
+            except redis.exceptions.ResponseError as exc:
+                if _LOST not in str(exc):
+                    raise
+                lost = self._lost_error()
+        with contextlib.suppress(Exception):  # said where ``status`` and a joining worker look
+            await self._redis.set(f"{self.name}:lost", str(lost))
+        raise lost
 
     def _check(self, call: Callable[[], T]) -> T:
         """A call on the blocking client."""
@@ -881,16 +1011,16 @@ class RedisFrontier:
 
 
 def _visit_args(visit: Visit | None) -> list[object]:
-    """A visit as ``_SETTLE`` takes it (8 arguments; number 0 for none)."""
+    """A visit as ``_SETTLE`` takes it (7 arguments, the lease's token apart; number 0 for none)."""
     if visit is None:
-        return [0, "", "", "", "", 0, "", ""]
+        return [0, "", "", "", "", 0, ""]
 
     def opt(x: float | None) -> str:
         return "" if x is None else repr(x)
 
     changed = "" if visit.changed is None else str(int(visit.changed))
     return [visit.number, opt(visit.due), opt(visit.interval), visit.digest or "", opt(visit.capture_at),
-            visit.misses, changed, visit.token]  # fmt: skip
+            visit.misses, changed]  # fmt: skip
 
 
 def _float(value: object) -> float | None:
