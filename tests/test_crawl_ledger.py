@@ -251,7 +251,8 @@ def test_a_lease_is_renewed_while_a_slow_fetch_runs(
 ) -> None:
     """A fetch of 3 s under a lease of 1 s: the worker renews it every third of a second, so it
     stays in flight until settled, and no reclaim puts it back in the queue.  The control, with
-    renewing switched off, shows that the reclaim would."""
+    renewing switched off, shows that the reclaim would (and then the settling of the fetch made
+    under the lost lease is refused, recorded unsettled: the URL is fetched again)."""
     if not renewing:
 
         async def no_renewal(self: Crawler) -> None:
@@ -269,6 +270,8 @@ def test_a_lease_is_renewed_while_a_slow_fetch_runs(
             async with Crawler(AGENT, (), out, min_delay=0.05, cache="memory", timeout=10, lease=1.0,
                                allow_private=True) as crawler:  # fmt: skip
                 watcher.start()
+                if not renewing:  # never renewed, its every fetch outlives its lease: stop after the first
+                    asyncio.get_running_loop().call_later(4.5, crawler.stop)
                 return [p.outcome async for p in crawler.crawl([seed])]
 
         try:
@@ -276,16 +279,18 @@ def test_a_lease_is_renewed_while_a_slow_fetch_runs(
         finally:
             done.set()
             watcher.join()
-    assert "fetched" in outcomes
-    assert hole.selectors().count("/slow") == 1
     flight = [until for state, until in seen if state == "in_flight"]
     assert flight, seen
     after = list(itertools.dropwhile(lambda s: s[0] != "in_flight", seen))
     if renewing:
         assert max(u for u in flight if u is not None) - min(u for u in flight if u is not None) > 1.5
         assert all(state != "queued" for state, _ in after), seen  # never back in the queue
+        assert "fetched" in outcomes
+        assert hole.selectors().count("/slow") == 1
     else:
         assert any(state == "queued" for state, _ in after), seen  # reclaimed under the fetch
+        records = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+        assert [r["outcome"] for r in records if r["url"] == seed][:2] == ["fetched", "unsettled"]
 
 
 def test_the_frontier_paces_by_crawl_delay_and_a_resume_keeps_the_spacing(tmp_path: Path) -> None:

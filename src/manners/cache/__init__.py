@@ -70,8 +70,10 @@ async def take_slot(
     ``held``: (URL, lease token, lease seconds) of the crawl lease the request is made under
     (``slots`` is then a ``HeldSlots``): the claim grants the slot only while that lease is held,
     and extends it, in one atomic step; ``LeaseLost`` when it is not, so no request leaves for a
-    URL another worker may have leased since.  Each claim asks ``CLAIM_MARGIN`` more than
-    ``spacing``."""
+    URL another worker may have leased since.  Slots are booked and claimed ``CLAIM_MARGIN``
+    more than a ``spacing`` above 0."""
+    if spacing > 0:
+        spacing += CLAIM_MARGIN  # booked and claimed alike, so a slot on time is claimed at once
     slot = time.monotonic() + await slots.book(key, spacing, max(wait, 0.0))
     while True:
         while (left := slot - time.monotonic()) > 0:
@@ -81,9 +83,9 @@ async def take_slot(
             slot = time.monotonic() + await slots.book(key, spacing, more)
             continue
         if held is None:
-            late = await slots.claim(key, spacing + CLAIM_MARGIN)
+            late = await slots.claim(key, spacing)
         else:
-            late = await cast(HeldSlots, slots).claim(key, spacing + CLAIM_MARGIN, held)
+            late = await cast(HeldSlots, slots).claim(key, spacing, held)
             if late < 0:
                 raise LeaseLost(f"the lease on {held[0]} is no longer held: its request was not sent")
         if late <= 0:
