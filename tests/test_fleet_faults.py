@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 import smallnet_site as sn
-from servers import redis_durable, redis_server
+from servers import redis_durable
 from test_fleet import (
     ENV,
     as_received,
@@ -98,7 +98,7 @@ def status(frontier: str, name: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_worker_stopped_past_its_lease_sends_nothing_stale_on_waking(tmp_path: Path) -> None:
-    """Two workers, leases of 3 s; the first is SIGSTOPped mid-request for 8 s (its leases expire
+    """Two workers, leases of 3 s; the first is SIGSTOPped mid-request for 11 s (its leases expire
     and the second takes them back), then SIGCONTed.  The servers saw no page twice but those
     the stopped worker had in flight; what it then fetched is written down unsettled, its ledger
     says which leases it lost, and both finish the crawl."""
@@ -121,7 +121,7 @@ def test_a_worker_stopped_past_its_lease_sends_nothing_stale_on_waking(tmp_path:
         wait_for(mid_request, what="the first worker in the middle of a slow request")
         procs[0].send_signal(signal.SIGSTOP)
         stopped_with = in_flight(dirs[0])  # asked for before the stop: these may be asked twice
-        time.sleep(lease * 2 + 2)
+        time.sleep(lease * 3 + 2)  # expired, taken back (every half lease) and fetched by the other
         procs[0].send_signal(signal.SIGCONT)
         for p, log in zip(procs, logs, strict=True):
             finish(p, log)
@@ -224,7 +224,8 @@ def test_redis_away_longer_than_the_lease_the_workers_stop_and_what_they_fetched
 
 
 def test_redis_restarted_empty_the_workers_stop_lost_never_done(tmp_path: Path) -> None:
-    """Redis restarted without its data mid-crawl: both workers stop, exit 1, saying the crawl
+    """Redis restarted without its data mid-crawl (its append-only file lost: a Redis without
+    persistence restarted is the same to the workers): both workers stop, exit 1, saying the crawl
     lost its data; ``status`` says so too, and a new worker is refused rather than starting over."""
     data = tmp_path / "redis"
     data.mkdir()
@@ -239,7 +240,9 @@ def test_redis_restarted_empty_the_workers_stop_lost_never_done(tmp_path: Path) 
             wait_for(identity_kept(frontier, name), what="the first worker's crawl")
             procs.append(start(cmds[1], logs[1]))
             wait_for(lambda: settled(*dirs) >= 12, what="12 pages")
-        with redis_server(port):  # the same port, nothing kept
+        empty = tmp_path / "redis-empty"
+        empty.mkdir()
+        with redis_durable(empty, port):  # the same port and settings, its data gone
             for p, log in zip(procs, logs, strict=True):
                 stopped_lost(p, log)
             said = status(frontier, name)

@@ -28,8 +28,10 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 - ``N:{N:k}:counts``  hash: ``queued``, ``in_flight``, ``done`` and ``o:OUTCOME`` (``o:pages``).
 - ``N:{N:k}:auths``   set of the shard's authorities (walked by ``requeue`` only).
 - ``N:{N:k}:slot:AUTH`` and ``N:{N:k}:start:AUTH``: the request slots of ``book`` and ``claim``.
-- ``N:meta``, ``N:hosts`` (certificate fingerprints), ``N:workers`` (heartbeats) and
-  ``N:layout`` (the shard count the crawl was made with): single keys.
+- ``N:{N:k}:crawl``   the shard's marker: when the crawl was made (see "A Redis that forgets").
+- ``N:meta``, ``N:hosts`` (certificate fingerprints), ``N:workers`` (heartbeats),
+  ``N:layout`` (the shard count the crawl was made with) and ``N:lost`` (why the crawl was
+  found lost, if it was): single keys.
 
 Why an authority lives in its shard's slot rather than in a slot of its own: every change is one
 Lua script on one node, and that script updates the shard's indexes (``due``, ``turn``,
@@ -52,6 +54,17 @@ there, and queues the links itself.
 Clocks: lease expiries and turns are the server's (``TIME`` inside the scripts), so the workers'
 clocks need not agree for leases; not_before, parks and the ``now`` of ``ready_authorities`` are
 epochs on the crawler's clock, as given (they come from its own time.time()).
+
+Fencing: each lease has a token (in ``held``).  A request slot under a lease is claimed by a
+script that checks the token and extends the lease in the same step (``claim`` with ``held``), so
+a request leaves only while its lease is held; a settling, a retry or a renewal naming a token no
+longer held changes nothing (``LeaseLost``, or the URL among those renewal reports lost).
+
+A Redis that forgets: making a crawl writes a marker in each shard (``N:{N:k}:crawl``, read with
+EXISTS, which leaves its LRU clock alone, so an eviction takes it among the first), and every
+script that leases, settles, claims, renews or counts checks it before writing anything, as a
+lease checks its URL's record: a crawl whose keys are gone is ``CrawlLost``, never an empty
+crawl, and ``N:lost`` says so to the next worker and to ``status``.
 
 Faults: every call has socket deadlines and none is retried (a script whose reply was lost may
 have been applied): a Redis that is down makes calls raise ``FrontierError``, and the crawler
