@@ -8,8 +8,9 @@ instant costs at most the pages in flight.  What a reply *means* lives in the pu
 
 The same crawler is one worker of a fleet when its frontier is on Redis: every worker leases
 from the one frontier and books each host's request slots there, so a host is spaced for the
-fleet as one process spaces it; each renews its leases while it fetches, gives back a dead
-worker's once they expire, and keeps its own files (``pages-WORKER.jsonl``, WARCs named after
+fleet as one process spaces it; each renews its leases while it fetches (a request leaves, and a
+page is settled, only while its lease is held: see ``take_slot``), gives back a dead worker's
+once they expire, and keeps its own files (``pages-WORKER.jsonl``, WARCs named after
 it).  Every worker, a single process included, writes a ledger, ``requests-WORKER.jsonl``: a
 line flushed before each request leaves, robots.txt and caps.txt included, so a request whose
 answer never came is still on record for ``manners crawl audit``.
