@@ -197,7 +197,8 @@ def test_sigterm_ends_a_revisiting_crawl_cleanly_with_status_0(watched: Watched)
     assert watched.returncode == 0, watched.stderr
     summary = watched.summary
     agrees("manners crawl", summary)
-    assert summary["interrupted"] and not summary["completed"] and summary["resume"]
+    assert not summary["interrupted"] and not summary["completed"] and summary["resume"]
+    assert summary["ended"] == "stopped"  # as asked: SIGTERM is a revisiting crawl's normal end
     assert summary["revisits"]["visits"] > summary["revisits"]["changed"] > 0
     for record in records(watched.out):
         agrees("pages.jsonl", record)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .agents import require_token
 from .cache import Store, open_store, take_slot
-from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, policy_of
+from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, expires, policy_of
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
 from .profiles import get_profile
@@ -215,9 +215,7 @@ class Robot:
         runs), so an entry another robot read with a longer life is not kept past this one's
         ``ttl`` (``manners crawl --robots-max-age``).  A failed fetch keeps its backoff: a server's
         Retry-After is honoured whatever the ttl."""
-        if entry.outcome in ("ok", "unavailable"):
-            return min(entry.expires_at, entry.fetched_at + self.ttl)
-        return entry.expires_at
+        return expires(entry, time.time(), self.ttl)  # one from a clock that ran ahead: expired
 
     def _forget(self, slot: tuple[str, bool], done: asyncio.Future[Policy]) -> None:
         if self._pending.get(slot) is done:

@@ -383,20 +383,25 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)
+    # SIGTERM is a revisiting crawl's normal end (a service manager stopping it): stopped as asked
+    asked = interrupted and crawler.revisit and stopped_by == signal.SIGTERM
+    interrupted = interrupted and not asked
     result = summary(crawler, interrupted)
+    ended = "failed" if failed else "interrupted" if interrupted else "stopped" if asked else "done"
     resume = _resume_command(args, crawler)
     s = crawler.stats
     more = _limit_hint(crawler, args) if s.limit and s.queued else None
     if args.json:
         import json
 
-        resumable = resume if interrupted or failed or result["queued"] else None
-        print(json.dumps({**result, "error": failed, "resume": resumable, "raise": more}, indent=2))
+        resumable = resume if interrupted or asked or failed or result["queued"] else None
+        print(json.dumps({**result, "ended": ended, "error": failed, "resume": resumable, "raise": more},
+                         indent=2))  # fmt: skip
     else:
         whole = result["whole"]
-        ended = "interrupted" if interrupted else "stopped" if failed else "done"
+        said = {"failed": "stopped", "stopped": "stopped as asked (SIGTERM, a revisiting crawl's normal end)"}
         print(
-            f"{ended}: this run fetched {s.fetched},"
+            f"{said.get(ended, ended)}: this run fetched {s.fetched},"
             f" disallowed {s.disallowed}, redirects {s.redirects}, errors {s.errors}, skipped {s.skipped},"
             f" {s.requests} requests, {result['bytes']} bytes in {result['seconds']} s"
         )
@@ -414,6 +419,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         print("files: " + ", ".join(str(f) for f in result["files"]))  # type: ignore[attr-defined]
         if interrupted or failed:
             print(f"to resume: {resume}")
+        elif asked:
+            print(f"to go on watching: {resume}")
     if failed:
         if crawler.shared:
             back = f"its leases expire within --lease {crawler.lease:g} s and the fleet takes them back"
@@ -421,7 +428,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
             back = "what was in flight is queued again when the crawl resumes"
         print(f"manners crawl: {failed}; {back}", file=sys.stderr)
         return 1
-    if interrupted and not (crawler.revisit and stopped_by == signal.SIGTERM):
+    if interrupted:
         return 130
     return 0
 

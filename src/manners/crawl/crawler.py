@@ -74,6 +74,7 @@ LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
 CANCEL_AGAIN = 0.2  # seconds a task may take to end once cancelled before it is cancelled again
 PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops
+CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 
 
@@ -348,6 +349,7 @@ class Crawler:
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
+        self._quiet: set[str] = set()  # a revisiting crawl: URLs decided again as before, not yielded
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -436,6 +438,8 @@ class Crawler:
             watched = await self.frontier.revisit_settled(time.time() + self.revisit_min)
             await self.frontier.set_meta("revisit", "1")
             log.info("%d pages fetched before --revisit are due again in %g s", watched, self.revisit_min)
+        if self.revisit:
+            await self._cap_due()
 
     @property
     def where(self) -> str:
@@ -569,6 +573,8 @@ class Crawler:
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
             asyncio.ensure_future(self._every(HEARTBEAT, self._heartbeat, at_once=True)),
         ]
+        if self.revisit:  # a fleet's worker whose clock runs ahead keeps writing due times too far off
+            upkeep.append(asyncio.ensure_future(self._every(CAP_EVERY, self._cap_due)))
         try:
             while not self._stop.is_set():
                 now = time.time()
@@ -634,6 +640,16 @@ class Crawler:
         if self._leased:
             await self.frontier.renew(list(self._leased), self.owner, self.lease)
 
+    async def _cap_due(self) -> None:
+        """No revisit due later than --revisit-max from now (``Frontier.cap_due``): a due time
+        further off came from a clock that ran ahead, or from a crawl resumed with a smaller
+        --revisit-max.  (A host's ``Check:`` longer than --revisit-max is the floor again from the
+        next visit on.)"""
+        moved = await self.frontier.cap_due(time.time() + self.revisit_max)
+        if moved:
+            log.info("%d revisits were due later than --revisit-max %g s from now: due then", moved,
+                     self.revisit_max)  # fmt: skip
+
     async def _heartbeat(self) -> None:
         await self.frontier.heartbeat(self.owner, self._beat("running"))
         if self.shared:
@@ -685,6 +701,9 @@ class Crawler:
             self.stats.due_now, self.stats.next_due = coming.due_now, coming.next_due
 
     async def _emit(self, page: Page) -> None:
+        if page.url in self._quiet:  # a refusal decided again as before: not news (_decided_again)
+            self._quiet.discard(page.url)
+            return
         self.stats.count(page)
         await self._queue.put(page)
 
@@ -1186,6 +1205,9 @@ class Crawler:
         lease = self._leased.get(page.url)
         visiting = self._visiting.get(page.url)
         visit = None
+        if lease is not None and visiting is not None and _same_refusal(lease, page):
+            self._decided_again(lease, page)
+            return
         if lease is not None and visiting is not None:
             visit = self._visit(lease, page, visiting)
             changed = True if visit.number == 1 else visit.changed
@@ -1201,6 +1223,21 @@ class Crawler:
         if counted:
             self._pages += 1
         self._settling[page.url] = (settled, page, bool(links))
+
+    def _decided_again(self, lease: Lease, page: Page) -> None:
+        """A revisiting crawl's disallowed URL decided as before (the same robots.txt line refuses
+        it): nothing new to record, so no pages.jsonl line, no visit counted, nothing yielded; the
+        URL goes back to the queue, its memory unchanged, to be decided again when the robots.txt
+        in force expires.  Only a change (allowed, or refused by another line) is recorded."""
+        expires = page.decision.expires_at if page.decision is not None else 0.0
+        due = max(expires, time.time() + self.min_delay)
+
+        async def back() -> int:
+            await self.frontier.retry(page.url, due, attempt=False)
+            return 0
+
+        self._quiet.add(page.url)
+        self._settling[page.url] = (asyncio.ensure_future(back()), page, False)
 
     def _visit(self, lease: Lease, page: Page, visiting: _Visiting) -> Visit:
         """When a revisiting crawl asks for ``page``'s URL again (``due``; None: never), and what it keeps.
@@ -1222,6 +1259,7 @@ class Crawler:
         if page.outcome == "disallowed":
             expires = page.decision.expires_at if page.decision is not None else 0.0
             due = max(expires, now + self.min_delay)
+            digest_ = _refusal(page.decision)  # remembered in the digest's place: see _same_refusal
         elif (page.status == 51 or visiting.gone) and lease.visits > 0:
             misses += 1
             wait = after_missing(misses, visiting.check, self.revisit_max, self.min_delay)
@@ -1314,6 +1352,19 @@ async def _cancelled(*tasks: asyncio.Task[None]) -> None:
             task.exception()  # retrieved: what a cancelled task raised on its way out is no news
     if interrupted:
         raise asyncio.CancelledError
+
+
+def _refusal(decision: RobotDecision | None) -> str:
+    """What a revisiting crawl remembers of a refusal, in the place of a payload digest: the
+    robots.txt and its line that refused.  The same mark next time is the same decision."""
+    said = f"{decision.robots_url}\n{decision.line}\n{decision.rule}" if decision is not None else ""
+    return "refused:" + hashlib.sha256(said.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _same_refusal(lease: Lease, page: Page) -> bool:
+    """Whether ``page`` is a refusal of a URL visited before, by the line that refused it last time
+    (its lease's digest is that refusal's mark, ``_refusal``)."""
+    return page.outcome == "disallowed" and lease.visits > 0 and lease.digest == _refusal(page.decision)
 
 
 def _item_type(url: str) -> str | None:

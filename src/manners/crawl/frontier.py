@@ -258,6 +258,15 @@ class Frontier(Protocol):
         """URLs this process did not queue because their authority's queue was full."""
         ...
 
+    async def cap_due(self, latest: float) -> int:
+        """Bring every revisit due after ``latest`` forward to ``latest``; how many moved.
+
+        A revisiting crawl calls it with now + --revisit-max: a due time beyond that came from a
+        clock that ran ahead (a worker's, or this machine's before it was set back) or from a
+        crawl resumed with a smaller --revisit-max, and would leave its page unwatched for longer
+        than the crawl allows."""
+        ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -707,6 +716,19 @@ class SQLiteFrontier:
                 results = [exc] if len(batch) == 1 else [_attempt(self._write_now, work) for work, _ in batch]
             _deliver(batch, results)
 
+    async def cap_due(self, latest: float) -> int:
+        def cap(db: sqlite3.Connection) -> int:
+            late = "state = 'queued' AND visits > 0 AND not_before > ?"  # urls_due's WHERE: its index
+            per_authority = db.execute(
+                f"SELECT authority, count(*) FROM urls WHERE {late} GROUP BY authority", (latest,)
+            ).fetchall()
+            db.execute(f"UPDATE urls SET not_before = ? WHERE {late}", (latest, latest))
+            for name, _ in per_authority:
+                db.execute(f"UPDATE authorities SET eligible_at = {_ELIGIBLE} WHERE authority = ?", (name,))
+            return sum(int(n) for _, n in per_authority)
+
+        return await self._write(cap)
+
 
 def _all(
     batch: list[_Change],
@@ -1025,6 +1047,9 @@ class Patient:
                 log.warning("the frontier answers again, after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
             return result
+
+    async def cap_due(self, latest: float) -> int:
+        return await self._call(lambda: self.inner.cap_due(latest))
 
 
 class _PatientHosts(MutableMapping[str, str]):
