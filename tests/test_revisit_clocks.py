@@ -287,3 +287,67 @@ def test_sigterm_ends_a_crawl_that_does_not_revisit_as_interrupted(tmp_path: Pat
     assert crawl.returncode == 130, err
     summary = json.loads(stdout)
     assert summary["interrupted"] and summary["ended"] == "interrupted"
+
+
+# -- the archive: revisit records name their capture, a certificate is no capture ------------------------
+
+CDXJ = str(Path(sys.executable).parent / "cdxj-indexer")
+
+
+def test_revisit_records_refer_to_their_capture_by_id_across_runs_and_certificates_are_not_indexed(
+    tmp_path: Path,
+) -> None:
+    """A page watched over two runs of the crawl: every revisit record's WARC-Refers-To is the
+    WARC-Record-ID of the response record that holds its payload (the one the first run wrote,
+    too); the certificate's metadata record refers to the response it came with; and cdxj-indexer
+    indexes the pages' captures (responses, revisits) and never the PEM under a page's URL."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    root = tmp_path / "capsule"
+    write_tree(root, {"index.gmi": "# W\n=> same.gmi\n", "same.gmi": "never changes\n"})
+    out = tmp_path / "out"
+    more = ("--cache", "memory", "--revisit-min", "1", "--revisit-max", "1")
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.listen_ports[0]}/"
+        for run, seeds in enumerate(([seed], [])):
+            crawl = subprocess.Popen(revisiting(out, *seeds, more=more), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=ENV, text=True)  # fmt: skip
+            wait_for(lambda n=3 * (run + 1): jet.urls().count(f"{seed}same.gmi") >= n)  # type: ignore[misc]
+            crawl.send_signal(signal.SIGTERM)
+            _, err = crawl.communicate(timeout=30)
+            assert crawl.returncode == 0, err
+    warcs = sorted((out / "warc").glob("*.warc.gz"))
+    assert len(warcs) == 2  # one per run
+    ids: dict[str, tuple[str, str, str]] = {}  # record id -> type, target, date
+    revisits, metadata = [], []
+    for path in warcs:
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                h = record.rec_headers
+                ids[h.get_header("WARC-Record-ID")] = (record.rec_type, h.get_header("WARC-Target-URI"),
+                                                       h.get_header("WARC-Date"))  # fmt: skip
+                if record.rec_type == "revisit":
+                    revisits.append(h)
+                elif record.rec_type == "metadata":
+                    metadata.append(h)
+    assert len(revisits) >= 4
+    for h in revisits:
+        refers = h.get_header("WARC-Refers-To")
+        assert refers is not None, h
+        assert ids[refers] == ("response", h.get_header("WARC-Refers-To-Target-URI"),
+                               h.get_header("WARC-Refers-To-Date"))  # fmt: skip
+    second_run = [h for h in revisits if h.get_header("WARC-Target-URI").endswith("/same.gmi")][-1]
+    assert ids[second_run.get_header("WARC-Refers-To")][2] < second_run.get_header("WARC-Date")
+    assert metadata, "the certificate is archived"
+    for h in metadata:
+        assert h.get_header("WARC-Target-URI").startswith("urn:certificate:gemini://localhost:")
+        assert ids[h.get_header("WARC-Refers-To")][0] in ("response", "revisit")  # the capture it came with
+
+    index = subprocess.run([CDXJ, *map(str, warcs)], capture_output=True, text=True, timeout=60)
+    assert index.returncode == 0, index.stderr
+    lines = [json.loads(line.split(" ", 2)[2]) for line in index.stdout.splitlines()]
+    pages = [entry for entry in lines if entry["url"].startswith("gemini://")]
+    assert pages and all(entry.get("mime") != "application/x-pem-file" for entry in pages), pages
+    captures = sum(1 for kind, target, _ in ids.values() if kind in ("response", "revisit")
+                   and target.startswith("gemini://"))  # fmt: skip
+    assert len(pages) == captures  # one index line per capture of a page, none for its certificate

@@ -54,7 +54,7 @@ from .frontier import PAGES, Frontier, FrontierError, Lease, Patient, Visit, is_
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import Ledger, PageLog
 from .revisit import GONE_AFTER, REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
-from .warc import WarcWriter, digest
+from .warc import WarcWriter, capture_id, digest
 
 log = logging.getLogger("manners.crawl")
 
@@ -349,6 +349,7 @@ class Crawler:
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
+        self._ids_since: float | None = None  # a revisiting crawl: captures since then have derived ids
         self._quiet: set[str] = set()  # a revisiting crawl: URLs decided again as before, not yielded
 
     # -- lifetime -----------------------------------------------------------------------
@@ -440,6 +441,7 @@ class Crawler:
             log.info("%d pages fetched before --revisit are due again in %g s", watched, self.revisit_min)
         if self.revisit:
             await self._cap_due()
+            await self._derived_ids()
 
     @property
     def where(self) -> str:
@@ -639,6 +641,16 @@ class Crawler:
         fetching, settling): only a dead or stuck worker's leases expire."""
         if self._leased:
             await self.frontier.renew(list(self._leased), self.owner, self.lease)
+
+    async def _derived_ids(self) -> None:
+        """Since when this crawl's responses carry derived record ids (``warc.capture_id``): kept in
+        the frontier from the first run that wrote them, so a revisit record names its capture's
+        id only where that capture has it (one written by an older manners has a random one)."""
+        since = await self.frontier.get_meta("warc-ids-since")
+        if since is None:
+            since = repr(time.time())
+            await self.frontier.set_meta("warc-ids-since", since)
+        self._ids_since = float(since)
 
     async def _cap_due(self) -> None:
         """No revisit due later than --revisit-max from now (``Frontier.cap_due``): a due time
@@ -1165,30 +1177,41 @@ class Crawler:
         host; the lock keeps records whole and in order.
 
         A revisiting crawl compares the response's payload digest with the last visit's: the same,
-        and a revisit record naming the capture that holds that payload stands for it."""
+        and a revisit record naming the capture that holds that payload stands for it, by its URL
+        and date and, for a capture this version wrote (``_ids_since``), by its WARC-Record-ID,
+        derived from the three (``capture_id``).
+
+        The certificate's record is about the server, not about the page that happened to be
+        fetched first: its WARC-Target-URI is ``urn:certificate:`` and the authority, so that an
+        index of the archive (cdxj-indexer, pywb) never takes the PEM for that page's capture; it
+        refers to the response it came with (WARC-Refers-To, WARC-Concurrent-To)."""
         visiting = self._visiting.get(lease.url)
         same = False
+        record_id = None
         if visiting is not None:
             payload = digest(r.raw)
             same = payload == lease.digest and lease.capture_at is not None
             visiting.capture = (payload, lease.capture_at if same and lease.capture_at is not None else when,
                                 not same)  # fmt: skip
+            record_id = capture_id(lease.url, when, payload)
         if self.warc is None:
             return
         async with self._warc_lock:
+            if same and lease.capture_at is not None and lease.digest is not None:
+                known = self._ids_since is not None and lease.capture_at >= self._ids_since
+                refers = capture_id(lease.url, lease.capture_at, lease.digest) if known else None
+                written = self.warc.write_revisit(r.url, r.request, r.raw, scheme, when, lease.url,
+                                                  lease.capture_at, r.peer, refers)  # fmt: skip
+            elif len(r.raw) < WARC_INLINE:
+                written = self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer, record_id)
+            else:
+                written = await asyncio.to_thread(
+                    self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer, record_id
+                )
             if cert is not None and (auth, cert.sha256) not in self._cert_archived:
                 self._cert_archived.add((auth, cert.sha256))
-                self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
-                                         "application/x-pem-file", when, r.peer)  # fmt: skip
-            if same and lease.capture_at is not None:
-                self.warc.write_revisit(
-                    r.url, r.request, r.raw, scheme, when, lease.url, lease.capture_at, r.peer
-                )
-                return
-            if len(r.raw) < WARC_INLINE:
-                self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
-            else:
-                await asyncio.to_thread(self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer)
+                about, pem = f"urn:certificate:{auth}", cert.pem.encode("ascii")
+                self.warc.write_metadata(about, pem, "application/x-pem-file", when, r.peer, written)
 
     def _record(self, page: Page) -> None:
         """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs)."""

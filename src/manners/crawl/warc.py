@@ -86,14 +86,17 @@ class WarcWriter:
         scheme: Literal["gemini", "gopher"],
         fetched_at: float,
         ip: str | None = None,
+        record_id: str | None = None,
     ) -> str:
         """Write the request and response records of ``url`` and make them durable.
 
         Returns the response record's WARC-Record-ID, for records that refer to it
-        (:meth:`write_metadata`, :meth:`write_revisit`)."""
+        (:meth:`write_metadata`, :meth:`write_revisit`): ``record_id`` when given (a
+        revisiting crawl's :func:`capture_id`), else a new random one."""
         return self._pair(
-            url, request, scheme, fetched_at, ip, "response", CONTENT_TYPES[scheme][1], response, []
-        )
+            url, request, scheme, fetched_at, ip, "response", CONTENT_TYPES[scheme][1], response, [],
+            answer_id=record_id,
+        )  # fmt: skip
 
     def write_revisit(
         self,
@@ -173,11 +176,12 @@ class WarcWriter:
         block: bytes,
         links: list[tuple[str, str]],
         payload: str | None = None,
+        answer_id: str | None = None,
     ) -> str:
         """A request record and the ``kind`` record of its answer, each WARC-Concurrent-To the
-        other, made durable; returns the answer's WARC-Record-ID."""
+        other, made durable; returns the answer's WARC-Record-ID (``answer_id``, else a new one)."""
         out, writer = self._open()
-        request_id, answer_id = _record_id(), _record_id()
+        request_id, answer_id = _record_id(), answer_id or _record_id()
         _write_record(writer, "request", request_id, url, fetched_at, ip, [("WARC-Concurrent-To", answer_id)],
                       CONTENT_TYPES[scheme][0], request)  # fmt: skip
         links = [("WARC-Concurrent-To", request_id), *links]
@@ -239,6 +243,17 @@ def digest(data: bytes) -> str:
     A response's is what a revisiting crawl compares to tell an unchanged page (the same
     digest, so a revisit record can stand for it) from a changed one."""
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def capture_id(url: str, fetched_at: float, payload: str) -> str:
+    """The WARC-Record-ID of the response record of ``url`` fetched at ``fetched_at`` with the
+    payload digest ``payload`` (:func:`digest`), derived from the three (a name-based UUID).
+
+    A revisiting crawl keeps a capture's URL, time and digest in its frontier, not the id of the
+    record that holds it: so the id is made from them, and any later run, or another worker of a
+    fleet, finds it again for the WARC-Refers-To of a revisit record without reading the WARCs.
+    No two captures share all three, so the id is as unique as a random one."""
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{url} {fetched_at!r} {payload}')}>"
 
 
 def _iso_date(at: float) -> str:
