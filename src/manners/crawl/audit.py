@@ -44,14 +44,16 @@ from ..vocabulary import timestamp
 from . import urls
 from .crawler import SLOW_DOWN_BASE
 from .meaning import seconds
+from .records import log_files, series_of
 
 #: Seconds a gap may fall short of the one required: a ledger line is timed just before its
 #: request is written, so clock jitter and timer granularity show up as a few milliseconds.
 TOLERANCE = 0.02
 #: The files read in each DIR: every worker's ledger, and every pages file (``pages.jsonl`` is
-#: a single-process crawl's).
-LEDGERS = ("requests.jsonl", "requests-*.jsonl")
-PAGES = ("pages.jsonl", "pages-*.jsonl")
+#: a single-process crawl's), with the numbered files each rolled on to (``pages.00001.jsonl``,
+#: ``requests-WORKER.00001.jsonl``: ``records.log_files`` reads each series in order).
+LEDGERS = ("requests.jsonl", "requests-*.jsonl", "requests.*.jsonl")
+PAGES = ("pages.jsonl", "pages-*.jsonl", "pages.*.jsonl")
 SHOWN = 50  # violations of one kind listed in the text output; --json lists them all
 HOSTS_SHOWN = 20  # hosts listed in the text output, closest to their limit first
 
@@ -617,7 +619,8 @@ def audit(dirs: Sequence[Path]) -> Report:
             if cut is not None:
                 torn.append(f"{path}:{cut}")
         for path in _files(d, PAGES):
-            owner = path.name.removeprefix("pages-").removesuffix(".jsonl") if path.name != PAGES[0] else None
+            stem, _ = series_of(path)
+            owner = stem.removeprefix("pages-") if stem != "pages" else None
             lines, cut = read_lines(_read(path), str(path))
             records += (pages_record(obj, f"{path}:{n}", owner) for n, obj in lines)
             if cut is not None:
@@ -626,7 +629,7 @@ def audit(dirs: Sequence[Path]) -> Report:
 
 
 def _files(d: Path, patterns: Iterable[str]) -> list[Path]:
-    return sorted({p for pattern in patterns for p in d.glob(pattern) if p.is_file()})
+    return log_files(d, patterns)
 
 
 def _read(path: Path) -> bytes:

@@ -27,8 +27,8 @@ from typing import Any
 
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
-from ..options import count, interval, positive, positive_seconds, seconds
-from .crawler import LEASE, Crawler, check_seed, read_settings
+from ..options import byte_size, count, interval, positive, positive_seconds, seconds
+from .crawler import LEASE, WARC_SIZE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
 from .revisit import REVISIT_MAX, REVISIT_MIN
@@ -55,7 +55,7 @@ SETTINGS: dict[str, object] = {
     "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
     "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
     "robots_attempts": 4, "lease": LEASE, "revisit": False, "revisit_min": REVISIT_MIN,
-    "revisit_max": REVISIT_MAX, "robots_max_age": None,
+    "revisit_max": REVISIT_MAX, "robots_max_age": None, "warc_size": WARC_SIZE,
 }  # fmt: skip
 
 
@@ -233,6 +233,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="read robots.txt again after T at most during this crawl (default: 24h, or less where the"
         " server says so)",
     )
+    p.add_argument(
+        "--warc-size",
+        type=byte_size,
+        metavar="SIZE",
+        help="start a new WARC file past SIZE bytes (K, M, G: 64M; default: 1G), and new numbered"
+        " pages and ledger files with it (also on SIGHUP); kept by the crawl",
+    )
     p.add_argument("--no-warc", action="store_true", help="write no WARC files")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_crawl)
@@ -311,6 +318,7 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             revisit_min=settings["revisit_min"],
             revisit_max=settings["revisit_max"],
             robots_max_age=settings["robots_max_age"],
+            warc_size=settings["warc_size"],
         )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
@@ -352,6 +360,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
         loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
+        if hasattr(signal, "SIGHUP"):
+            loop.add_signal_handler(signal.SIGHUP, crawler.rotate)  # new files, as logrotate expects
     progress: Progress | None = None
     disallowed: list[str] = []
     failed: str | None = None
@@ -383,6 +393,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)
+            if hasattr(signal, "SIGHUP"):
+                loop.remove_signal_handler(signal.SIGHUP)
     # SIGTERM is a revisiting crawl's normal end (a service manager stopping it): stopped as asked
     asked = interrupted and crawler.revisit and stopped_by == signal.SIGTERM
     interrupted = interrupted and not asked

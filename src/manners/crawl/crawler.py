@@ -68,6 +68,7 @@ FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 _Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
+WARC_SIZE = 1 << 30  # bytes: a WARC file is closed, and the JSONL files rolled, past this (--warc-size)
 WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
@@ -268,6 +269,7 @@ class Crawler:
         revisit_min: float = REVISIT_MIN,
         revisit_max: float = REVISIT_MAX,
         robots_max_age: float | None = None,
+        warc_size: int = WARC_SIZE,
     ) -> None:
         self.agent = require_token(agent) if agent is not None else None
         self.roles = ((roles,) if isinstance(roles, str) else tuple(roles)) if roles is not None else None
@@ -297,6 +299,9 @@ class Crawler:
         check_bounds(revisit_min, revisit_max)
         if robots_max_age is not None and not robots_max_age > 0:
             raise ValueError("robots_max_age must be a positive number of seconds")
+        if warc_size < 1:
+            raise ValueError("warc_size must be a positive number of bytes")
+        self.warc_size = warc_size
         self.shared = is_shared(frontier)
         if self.shared and not name:
             raise ValueError("a frontier on Redis holds many crawls: name this one (name=..., --name CRAWL)")
@@ -350,6 +355,8 @@ class Crawler:
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
         self._ids_since: float | None = None  # a revisiting crawl: captures since then have derived ids
+        self._rolled = 0  # the WARC files closed at --warc-size so far, to roll the logs with them
+        self._rotating: asyncio.Future[None] | None = None  # a rotation asked for by SIGHUP
         self._quiet: set[str] = set()  # a revisiting crawl: URLs decided again as before, not yielded
 
     # -- lifetime -----------------------------------------------------------------------
@@ -424,7 +431,8 @@ class Crawler:
                     "worker": self.owner}  # fmt: skip
             if self.warc_enabled:
                 prefix = self.owner if self.shared else "manners"
-                self.warc = WarcWriter(self.out / "warc", prefix=prefix, info=info, fsync=False)
+                self.warc = WarcWriter(self.out / "warc", prefix=prefix, max_size=self.warc_size, info=info,
+                                       fsync=False)  # fmt: skip
         except OSError as exc:
             raise CrawlFileError(describe(exc, Path(exc.filename or self.out))) from None
         self.known_hosts = self.frontier.known_hosts()
@@ -1212,10 +1220,38 @@ class Crawler:
                 self._cert_archived.add((auth, cert.sha256))
                 about, pem = f"urn:certificate:{auth}", cert.pem.encode("ascii")
                 self.warc.write_metadata(about, pem, "application/x-pem-file", when, r.peer, written)
+            if self.warc.rolled != self._rolled:  # that file reached --warc-size: the logs roll with it
+                self._rolled = self.warc.rolled
+                self._roll_logs()
 
     def _record(self, page: Page) -> None:
-        """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs)."""
+        """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs).
+        Without WARC files, the logs roll when the pages file reaches --warc-size."""
         self.pages.write({**page.record(), "worker": self.owner})
+        if self.warc is None and self.pages.size >= self.warc_size:
+            self._roll_logs()
+
+    def _roll_logs(self) -> None:
+        """The pages file and the ledger go on in new numbered files (``records.PageLog.rotate``)."""
+        self.pages.rotate()
+        self.ledger.rotate()
+
+    def rotate(self) -> None:
+        """Start new files now: the WARC file, the pages file and the ledger (SIGHUP), so that the
+        ones closed can be moved, compressed or shipped.  Done between two records."""
+
+        async def rotate() -> None:
+            async with self._warc_lock:
+                try:
+                    if self.warc is not None:
+                        self.warc.rotate()
+                    self._roll_logs()
+                except OSError as exc:
+                    why = describe(exc, self.out)
+                    log.warning("cannot start new files (%s); going on in the ones open", why)
+
+        if self._opened:
+            self._rotating = asyncio.ensure_future(rotate())
 
     def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0,
                 requested: bool = False) -> None:  # fmt: skip

@@ -154,7 +154,7 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
     elapsed = time.time() - s.started
     out = crawler.out
     logs = (getattr(crawler, "pages", None), getattr(crawler, "ledger", None))
-    files = [str(log.path) for log in logs if log is not None]
+    files = [str(path) for log in logs if log is not None for path in log.paths]  # rolled files too
     if not crawler.shared:
         files.append(str(crawler.frontier_spec))
     if crawler.warc is not None:

@@ -17,7 +17,7 @@ readable (only the torn last member is lost).  A file is always fsynced when it 
 ``close()`` or when it reaches ``max_size``, so a crawl that ends survives a power cut too.
 A writer always starts a new file, ``<prefix>-<UTC timestamp>-<serial>.warc.gz``, so a resumed
 crawl never appends to a file that may end in a torn record; it moves to the next serial once a
-file reaches ``max_size``.
+file reaches ``max_size`` (``manners crawl --warc-size``), or when told to (``rotate``, on SIGHUP).
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ class WarcWriter:
         self._file: BinaryIO | None = None
         self._writer: WARCWriter | None = None
         self.paths: list[Path] = []
+        self.rolled = 0  # files closed because they reached max_size (the crawler rolls its logs with them)
         directory.mkdir(parents=True, exist_ok=True)
 
     def write(
@@ -164,6 +165,10 @@ class WarcWriter:
     def close(self) -> None:
         self._finish()
 
+    def rotate(self) -> None:
+        """Close the current file (fsynced), if any: the next record starts a new one (SIGHUP)."""
+        self._finish()
+
     def _pair(
         self,
         url: str,
@@ -223,6 +228,7 @@ class WarcWriter:
         self._sync(out)
         if out.tell() >= self.max_size:
             self._finish()
+            self.rolled += 1
 
     def _sync(self, out: BinaryIO) -> None:
         out.flush()
