@@ -174,3 +174,23 @@ def test_bad_warc_sizes_are_one_sentence_and_exit_2(tmp_path: Path, size: str, s
     got = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=30)
     assert got.returncode == 2 and said in got.stderr.strip().splitlines()[-1], got.stderr
     assert "Traceback" not in got.stderr and not (tmp_path / "out").exists()
+
+
+def test_audit_reads_every_rolled_file(tmp_path: Path) -> None:
+    """A single-process crawl rolled its ledger and pages.jsonl: a URL refused in the rolled pages
+    file (pages.00001.jsonl), then requested (in the rolled ledger), is caught, and every request
+    of both ledger files is counted."""
+    from test_audit import HOST, Worker, audited
+
+    out = tmp_path / "crawl"
+    w = Worker(out, "vm-12-abcdef12", shared=True)
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    w.fetch(1, f"{HOST}/a")
+    w.ledger, w.pages = out / "requests-vm-12-abcdef12.00001.jsonl", out / "pages.00001.jsonl"
+    w.settle(2, f"{HOST}/no", outcome="disallowed", status=None, line=2, rule="Disallow: /no",
+             robots=f"{HOST}/robots.txt")  # fmt: skip
+    w.fetch(3, f"{HOST}/no")
+    code, stdout, _ = audited(out, json_out=True)
+    report = json.loads(stdout)
+    assert code == 1 and report["requests"] == 3, report
+    assert [d["url"] for d in report["disallowed_requested"]] == [f"{HOST}/no"]

@@ -1242,6 +1242,8 @@ class Crawler:
 
         async def rotate() -> None:
             async with self._warc_lock:
+                if not self._opened:  # closed meanwhile: its files are final
+                    return
                 try:
                     if self.warc is not None:
                         self.warc.rotate()
