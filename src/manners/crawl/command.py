@@ -9,7 +9,9 @@ Exit status: 0 when the crawl completed (or reached a limit), 130 when interrupt
 (Ctrl-C or SIGTERM: requests in flight end or go back to the queue, files are closed), 1 when
 a crawl file or the frontier failed during the crawl, 2 for a mistake of the user's, told in
 one sentence.  A revisiting crawl (--revisit) never completes: SIGTERM is its normal end (a
-service manager stopping it), so it exits 0 then; Ctrl-C still gives 130.
+service manager stopping it), so it exits 0 then and its summary says it stopped as asked, not
+that it was interrupted; Ctrl-C still gives 130.  SIGHUP starts new WARC, pages and ledger files
+(as --warc-size does when a WARC file is full), for logrotate and the like.
 """
 
 from __future__ import annotations
