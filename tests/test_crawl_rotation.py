@@ -194,3 +194,34 @@ def test_audit_reads_every_rolled_file(tmp_path: Path) -> None:
     report = json.loads(stdout)
     assert code == 1 and report["requests"] == 3, report
     assert [d["url"] for d in report["disallowed_requested"]] == [f"{HOST}/no"]
+
+
+def test_sizes_read_as_people_write_them() -> None:
+    from manners.options import byte_size
+
+    assert [byte_size(t) for t in ("1024", "2K", "1.5k", "64M", "64MiB", "1G", "1 GB")] == [
+        1024, 2048, 1536, 64 << 20, 64 << 20, 1 << 30, 1 << 30,
+    ]  # fmt: skip
+
+
+def test_without_warc_the_logs_roll_when_pages_jsonl_reaches_the_size(tmp_path: Path) -> None:
+    root = tmp_path / "capsule"
+    write_tree(root, CAPSULE)
+    out = tmp_path / "out"
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.listen_ports[0]}/"
+        more = ("--no-warc", "--warc-size", "4K")
+        crawl = subprocess.Popen(crawl_command(out, seed, more=more), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, env=ENV, text=True)  # fmt: skip
+        try:
+            wait_for(lambda: len(jet.urls()) >= 30, timeout=60)
+        finally:
+            crawl.send_signal(signal.SIGTERM)
+            _, err = crawl.communicate(timeout=30)
+        assert crawl.returncode == 0, err
+        asked = [a for a in jet.accesses() if not a.url.endswith("/robots.txt")]
+    pages = log_files(out, PAGES)
+    assert not (out / "warc").exists() or not list((out / "warc").iterdir())
+    assert len(pages) >= 3 and len(log_files(out, LEDGERS)) == len(pages), pages
+    assert all(p.stat().st_size < 4096 + 1024 for p in pages[:-1])  # rolled at the first line past 4K
+    assert len([r for r in lines(pages) if r["outcome"] == "fetched"]) == len(asked)
