@@ -357,7 +357,7 @@ class Crawler:
         self._ids_since: float | None = None  # a revisiting crawl: captures since then have derived ids
         self._rolled = 0  # the WARC files closed at --warc-size so far, to roll the logs with them
         self._rotating: asyncio.Future[None] | None = None  # a rotation asked for by SIGHUP
-        self._quiet: set[str] = set()  # a revisiting crawl: URLs decided again as before, not yielded
+        self._quiet: dict[str, Page] = {}  # a revisiting crawl: refusals decided again as before, not yielded
 
     # -- lifetime -----------------------------------------------------------------------
 
@@ -721,8 +721,8 @@ class Crawler:
             self.stats.due_now, self.stats.next_due = coming.due_now, coming.next_due
 
     async def _emit(self, page: Page) -> None:
-        if page.url in self._quiet:  # a refusal decided again as before: not news (_decided_again)
-            self._quiet.discard(page.url)
+        if self._quiet.get(page.url) is page:  # a refusal decided again as before: not news (_decided_again)
+            del self._quiet[page.url]
             return
         self.stats.count(page)
         await self._queue.put(page)
@@ -1297,7 +1297,7 @@ class Crawler:
             await self.frontier.retry(page.url, due, attempt=False)
             return 0
 
-        self._quiet.add(page.url)
+        self._quiet[page.url] = page  # this very settling: a later one of the URL is news again
         self._settling[page.url] = (asyncio.ensure_future(back()), page, False)
 
     def _visit(self, lease: Lease, page: Page, visiting: _Visiting) -> Visit:
