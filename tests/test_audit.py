@@ -388,7 +388,8 @@ def test_json_is_the_documented_shape(tmp_path: Path) -> None:
     assert first["later"]["url"] == "gemini://other.example/x" and RFC3339.match(first["not_before"])
     died = next(d for d in data["duplicates"] if d["url"] == f"{HOST}/died")
     assert died == {"url": f"{HOST}/died", "times": 2, "at": [timestamp(T0 + 24), timestamp(T0 + 200)],
-                    "workers": ["w9", "w8"], "in_flight_at_death": True, "violation": False,
+                    "workers": ["w9", "w8"], "in_flight_at_death": True, "in_flight": True, "revisits": 0,
+                    "closest_to_due": None, "violation": False,
                     "why": "in flight at the death of worker w9"}  # fmt: skip
     assert all(RFC3339.match(w["first"]) and RFC3339.match(w["last"]) for w in data["workers"])
     assert re.search(r'\n  "hosts": \[\n    \{"authority": ', text)  # a host a line, as every --json
@@ -487,3 +488,195 @@ def _request_line(url: str) -> tuple[str, str]:
 def _settled(out: Path, n: int) -> bool:
     """``n`` pages settled, in ``pages.jsonl`` or a worker's ``pages-WORKER.jsonl``."""
     return sum(len(p.read_bytes().splitlines()) for p in out.glob("pages*.jsonl")) >= n
+
+
+# -- issue 31: robots.txt from the cache, repeats in flight, revisits summarised ------------------
+
+
+def _line(worker: Worker, obj: dict[str, Any]) -> None:
+    with worker.ledger.open("a") as f:
+        f.write(json.dumps(obj) + "\n")
+
+
+def cached(worker: Worker, t: float, host: str, fetched: float, expires: float | None = None) -> None:
+    """A robots line with ``source`` ``cache`` as the crawler writes it (interfaces item 3)."""
+    line = {"at": timestamp(T0 + t), "t": T0 + t, "authority": urls.authority(host),
+            "url": f"{host}/robots.txt", "kind": "robots", "worker": worker.name, "lease": None,
+            "spacing": None, "not_before": None,
+            "source": "cache", "fetched_at": timestamp(T0 + fetched)}  # fmt: skip
+    if expires is not None:
+        line["expires_at"] = timestamp(T0 + expires)
+    _line(worker, line)
+
+
+def lease_lost(worker: Worker, t: float, url: str, lease: str = "token", reason: str = "re-leased") -> None:
+    """A ``lease-lost`` ledger line (interfaces item 1)."""
+    _line(worker, {"at": timestamp(T0 + t), "t": T0 + t, "authority": urls.authority(url), "url": url,
+                   "kind": "lease-lost", "worker": worker.name, "lease": lease,
+                   "reason": reason})  # fmt: skip
+
+
+def unsettled(worker: Worker, url: str, was: str = "fetched", reason: str = "the lease is no longer held",
+              fetched_at: float | None = None) -> None:  # fmt: skip
+    """A pages ``unsettled`` line after the worker's line for ``url`` (interfaces item 2)."""
+    record: dict[str, Any] = {"url": url, "outcome": "unsettled", "was": was, "reason": reason,
+                              "worker": worker.name}  # fmt: skip
+    if fetched_at is not None:
+        record["fetched_at"] = timestamp(T0 + fetched_at)
+    with worker.pages.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def test_a_page_after_a_cached_robots_txt_in_force_is_fine_and_no_request(tmp_path: Path) -> None:
+    """The second crawl found robots.txt in the shared cache: no robots request in its ledger,
+    a ``cache`` line instead.  Audit takes it for robots.txt read (a page after it, while the copy
+    is in force, is fine) and counts it as no request; a page after the copy expired, or before
+    it was taken up, or under a copy that claims a fetch after it was taken, is still a violation."""
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    cached(w, 0, HOST, fetched=-3600, expires=20)
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(2, f"{HOST}/b")
+    code, text, err = audited(out)
+    assert (code, err) == (0, ""), text
+    report = audit([out])
+    assert (report.requests, report.robots_cached) == (2, 1)
+    assert text.strip().endswith("; robots.txt taken from the cache 1 time")
+    assert [h.requests for h in report.hosts] == [2]
+
+    late = tmp_path / "late"
+    w = Worker(late, "w1")
+    w.fetch(0, f"{HOLE}/1early")  # before the copy was taken up
+    cached(w, 1, HOLE, fetched=-10, expires=5)
+    w.fetch(2, f"{HOLE}/1ok")
+    w.fetch(6, f"{HOLE}/1expired")  # the copy expired at 5, and nothing read robots.txt again
+    cached(w, 7, HOST, fetched=8)  # a copy "fetched" after it was taken: not one read in time
+    w.fetch(9, f"{HOST}/future")
+    code, text, _ = audited(late)
+    assert code == 1
+    found = {r.authority: r for r in audit([late]).robots_first_violations}
+    assert (found["gopher://hole.example:70"].pages_before, found["gopher://hole.example:70"].first.url) == (
+        2,
+        f"{HOLE}/1early",
+    )
+    assert found["gemini://capsule.example:1965"].cached_at == T0 + 7
+    assert "a cached copy taken at" in text and "robots.txt never asked" in text
+
+
+def test_a_copy_without_expires_at_lasts_a_day(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    cached(w, 0, HOST, fetched=-86_000)  # 400 s of its day left
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(500, f"{HOST}/b")
+    assert [r.first.url for r in audit([out]).robots_first_violations] == [f"{HOST}/b"]
+
+
+def test_repeats_in_flight_are_allowed_and_named_others_are_not(tmp_path: Path) -> None:
+    """A URL asked again after its worker wrote that its settling was not committed, or that it
+    lost the URL's lease, is in flight (allowed, counted, shown); the same repeat with neither is
+    fetched twice.  Ledger lines of other kinds are no requests."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    # (b) settled as fetched, but the frontier refused the settling: an unsettled line follows
+    w1.fetch(1, f"{HOST}/unsettled")
+    unsettled(w1, f"{HOST}/unsettled", reason="the frontier could not be reached")
+    # (c) w1 lost the lease of a page in flight, and dropped it; w1 went on living
+    w1.request(2, f"{HOST}/lost")
+    lease_lost(w1, 3, f"{HOST}/lost", reason="renewal found it re-leased")
+    w1.fetch(4, f"{HOST}/other")
+    # (c) again, the lease-lost line written after the other worker had asked (w1 paused)
+    w1.request(5, f"{HOST}/paused")
+    # the real one: settled, then asked again, no line explaining it
+    w1.fetch(6, f"{HOST}/twice")
+    w2.fetch(10, f"{HOST}/unsettled")
+    w2.fetch(11, f"{HOST}/lost")
+    w2.fetch(12, f"{HOST}/paused")
+    w2.fetch(13, f"{HOST}/twice")
+    lease_lost(w1, 14, f"{HOST}/paused", reason="renewal found it gone")
+    _line(
+        w1, {"at": timestamp(T0 + 15), "t": T0 + 15, "kind": "settle-refused", "worker": "w1"}
+    )  # a kind unknown
+    w1.fetch(16, f"{HOST}/last")
+    code, text, err = audited(out)
+    assert (code, err) == (1, ""), text
+    report = audit([out])
+    by_url = {d.url.removeprefix(f"{HOST}/"): d for d in report.duplicates}
+    assert {u: (d.in_flight, d.violation) for u, d in by_url.items()} == {
+        "unsettled": (True, False),
+        "lost": (True, False),
+        "paused": (True, False),
+        "twice": (False, True),
+    }
+    assert by_url["unsettled"].why() == (
+        "in flight: worker w1 asked for it, then its settling (fetched) was not committed:"
+        " the frontier could not be reached"
+    )
+    assert (
+        by_url["lost"].why()
+        == "in flight: worker w1 asked for it, then it lost its lease (renewal found it re-leased)"
+    )
+    assert report.requests == 11 and report.events == 3  # the two lease-lost lines and the unknown kind
+    assert [(v.later.url, v.earlier.url if v.earlier else None) for v in report.too_close] == []
+    assert report.violations == 1
+    lines = text.splitlines()
+    assert f"requested again (no violation): {HOST}/lost (2 times): {by_url['lost'].why()}" in lines
+    assert lines[0].startswith(f"VIOLATION requested again: {HOST}/twice (2 times): fetched twice")
+    assert lines[-1].endswith("(4 URLs asked more than once, 3 of them allowed, 3 of them in flight)")
+    data = as_json(report)
+    assert data["in_flight"] == 3 and data["events"] == 3
+    assert conforms(data, SHAPES["manners crawl audit"]) == []
+
+
+def test_an_unsettled_line_undoes_the_line_before_it(tmp_path: Path) -> None:
+    """A disallowed outcome never committed is no verdict: the URL decided again (allowed, under a
+    robots.txt read since) and fetched is fine; an unsettled line with its own time counts too."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.settle(0.5, f"{HOST}/x", outcome="disallowed", status=None)
+    unsettled(w1, f"{HOST}/x", was="disallowed", fetched_at=0.6)
+    w2.fetch(3, f"{HOST}/x")
+    w1.fetch(4, f"{HOST}/y")
+    unsettled(w1, f"{HOST}/y", fetched_at=4.2)
+    w2.fetch(6, f"{HOST}/y")
+    code, text, _ = audited(out)
+    assert code == 0, text
+    (y,) = audit([out]).duplicates
+    assert y.in_flight and not y.violation
+
+
+def test_a_long_revisiting_ledger_is_summarised(tmp_path: Path) -> None:
+    """22 minutes of revisits made 40 KB of due times: the text now says, per URL, how many
+    revisits and the closest to its due time, and stays short; --json keeps every request time."""
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    pages = [f"{HOST}/p{i}" for i in range(60)]
+    t = 1.0
+    visits = 40
+    for visit in range(1, visits + 1):
+        for page in pages:
+            w.request(t, page)
+            w.settle(
+                t + 0.01,
+                page,
+                visit=visit,
+                changed=False,
+                due=timestamp(T0 + t + 60.5 - 0.25 * (page == pages[0])),
+            )
+            t += 1.0
+        t += 1.0  # then every page is due again, 60.5 s after its last visit
+    code, text, err = audited(out)
+    assert (code, err) == (0, ""), text[:2000]
+    assert len(text) < 12_000, len(text)
+    first = next(line for line in text.splitlines() if f"{pages[0]} " in line)
+    assert re.fullmatch(
+        rf"requested again \(no violation\): {re.escape(pages[0])} \(40 times\): 39 revisits, each once due,"
+        r" the closest 0\.75 s after it \(the first due \S+Z\)",
+        first,
+    ), first
+    data = as_json(audit([out]))
+    p0 = next(d for d in data["duplicates"] if d["url"] == pages[0])  # type: ignore[union-attr]
+    assert len(p0["at"]) == 40 and p0["revisits"] == 39 and p0["closest_to_due"] == pytest.approx(0.75)
