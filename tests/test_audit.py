@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -680,3 +681,50 @@ def test_a_long_revisiting_ledger_is_summarised(tmp_path: Path) -> None:
     data = as_json(audit([out]))
     p0 = next(d for d in data["duplicates"] if d["url"] == pages[0])  # type: ignore[union-attr]
     assert len(p0["at"]) == 40 and p0["revisits"] == 39 and p0["closest_to_due"] == pytest.approx(0.75)
+
+
+def test_a_second_crawl_sharing_the_default_cache_audits_clean(tmp_path: Path) -> None:
+    """Two real crawls in a row of one jetforce capsule, sharing the machine's default robots.txt
+    cache (``XDG_CACHE_HOME``, no ``--cache``): the second finds robots.txt in it and sends no
+    request for it (jetforce's log: robots.txt asked once in all), and its ledger says where its
+    copy came from (``source: cache``, with the first crawl's fetch time), so its audit passes."""
+    import servers
+
+    root = tmp_path / "capsule"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /private\n")
+    (root / "index.gmi").write_text("# home\n=> /a.gmi a\n=> /b.gmi b\n=> /private/x.gmi x\n")
+    for name in ("a", "b"):
+        (root / f"{name}.gmi").write_text(f"# {name}\n")
+    env = {k: v for k, v in os.environ.items() if k != "MANNERS_CACHE"}
+    env |= {"PYTHONPATH": str(SRC), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.public_ports[0]}/"
+        outs = [tmp_path / "first", tmp_path / "second"]
+        for out in outs:
+            cmd = [sys.executable, "-m", "manners", "crawl", seed, "--agent", "testbot", "--out", str(out),
+                   "--min-delay", "0.2", "--timeout", "10", "--no-warc"]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+            assert done.returncode == 0, done.stderr
+        asked = jet.urls()
+    assert list((tmp_path / "xdg").rglob("*")), "the crawl used no default cache under XDG_CACHE_HOME"
+    assert sum(url.endswith("/robots.txt") for url in asked) == 1, asked  # the second never asked
+    assert sum(url.endswith("/a.gmi") for url in asked) == 2  # both crawls fetched the pages
+
+    code, text, err = audited(outs[1])
+    assert (code, err) == (0, ""), text
+    (first,) = outs[0].glob("requests-*.jsonl")
+    (second,) = outs[1].glob("requests-*.jsonl")
+    fetched = [json.loads(line) for line in first.read_text().splitlines()]
+    robots = [line for line in fetched if line["kind"] == "robots"]
+    assert [line["source"] for line in robots] == ["fetched"]
+    kept = [json.loads(line) for line in second.read_text().splitlines()]
+    (copy,) = [line for line in kept if line["kind"] == "robots"]
+    assert copy["source"] == "cache" and copy["fetched_at"] <= copy["at"] < copy["expires_at"]
+    assert abs(datetime.fromisoformat(copy["fetched_at"]).timestamp() - robots[0]["t"]) < 10
+    assert kept.index(copy) == 0  # before the first page it allowed
+
+    report = audit([outs[1]])
+    assert report.robots_cached == 1 and report.requests == sum(1 for line in kept if line is not copy)
+    assert report.requests == len(asked) - len(fetched)  # every request jetforce had of the second
+    assert not [url for url in asked if "/private" in url]

@@ -183,8 +183,10 @@ def test_the_ledger_is_written_before_each_request_and_names_the_worker(tmp_path
     assert [p.name for p in out.glob("requests*.jsonl")] == [f"requests-{worker}.jsonl"]
     for line in ledger:
         agrees("requests.jsonl", line)
+        robots = ["source"] if line["kind"] == "robots" else []  # each fetched here: none from a cache
         assert list(line) == ["at", "t", "authority", "url", "kind", "worker", "lease", "spacing",
-                              "not_before"]  # fmt: skip
+                              "not_before", *robots]  # fmt: skip
+        assert line.get("source", "fetched") == "fetched"
         assert line["worker"] == worker and line["spacing"] >= 0.2
         assert (line["lease"] is None) == (line["kind"] == "robots")
     for auth, opened in connections.items():
