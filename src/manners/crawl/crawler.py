@@ -645,7 +645,8 @@ class Crawler:
         s, out = self.stats, str(self.out.absolute())
         return {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "out": out,
                 "started": timestamp(s.started), "fetched": s.fetched, "requests": s.requests,
-                "in_flight": len(self._leased), "hosts_active": s.hosts_active}  # fmt: skip
+                "in_flight": len(self._leased), "hosts_active": s.hosts_active,
+                "patience": getattr(self.frontier, "patience", None)}  # fmt: skip
 
     def _ended(self, active: dict[str, asyncio.Task[None]], auth: str, task: asyncio.Task[None]) -> None:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
