@@ -450,6 +450,9 @@ def test_a_real_crawl_killed_and_resumed_audits_as_the_servers_saw_it(tmp_path: 
         assert (code, err) == (0, ""), text
         report = audit([out])
         assert len(report.workers) == 2  # the killed run and the resume
+        # its one DIR holds the frontier: the totals reconciled, and they agree
+        assert report.reconciled is not None and report.reconciled.agree, text
+        assert "they agree" in text and report.reconciled.figures[0].files > 10
         received = {
             sn.authority(gophernicus): len(site.gophernicus.snapshot()),
             sn.authority(pygopherd): len(site.pygopherd.snapshot()),
@@ -728,3 +731,63 @@ def test_a_second_crawl_sharing_the_default_cache_audits_clean(tmp_path: Path) -
     assert report.robots_cached == 1 and report.requests == sum(1 for line in kept if line is not copy)
     assert report.requests == len(asked) - len(fetched)  # every request jetforce had of the second
     assert not [url for url in asked if "/private" in url]
+
+
+def test_the_totals_are_reconciled_with_the_frontier(tmp_path: Path) -> None:
+    """The files' totals against the frontier's counts: a page whose settling the frontier never
+    took, recorded as fetched with no unsettled line after it, makes them disagree (said, not a
+    violation of manners); with the unsettled line, the outcomes agree, and the page requested but
+    not settled is the one difference left, while the frontier holds it in flight."""
+    import asyncio
+
+    from manners.crawl.frontier import open_frontier
+
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(2, f"{HOST}/b")  # the frontier never took its settling
+    w.settle(2.5, f"{HOST}/d", outcome="disallowed", status=None)
+    w.settle(2.6, f"{HOST}/link", outcome="skipped", status=None, parent=f"{HOST}/a")  # no frontier URL
+
+    async def frontier() -> None:
+        f = open_frontier(out / "frontier.sqlite3")
+        try:
+            await f.add_many([f"{HOST}/a", f"{HOST}/b", f"{HOST}/d"], 0)
+            auth = urls.authority(HOST)
+            for _ in range(3):
+                lease = await f.lease(auth, "w1", 60)
+                assert lease is not None
+                if lease.url.endswith("/a"):
+                    await f.done(lease.url, "fetched", page=True)
+                elif lease.url.endswith("/d"):
+                    await f.done(lease.url, "disallowed")
+        finally:
+            await f.close()
+
+    asyncio.run(frontier())
+    code, text, err = audited(out)  # the one DIR's frontier.sqlite3, read without being named
+    assert (code, err) == (0, ""), text
+    said = [line for line in text.splitlines() if line.startswith("totals against the frontier")]
+    assert said == [
+        f"totals against the frontier {out / 'frontier.sqlite3'}: pages 2 (the frontier says 1),"
+        " disallowed 1, fetched 2 (the frontier says 1): THEY DISAGREE; the crawl is not finished"
+        " (0 queued, 1 in flight): totals may differ until then"
+    ]
+    unsettled(w, f"{HOST}/b", reason="the frontier could not be reached")
+    report = audit([out], str(out))
+    assert report.reconciled is not None
+    assert [(f.name, f.files, f.frontier) for f in report.reconciled.figures] == [
+        ("pages", 2, 1),
+        ("disallowed", 1, 1),
+        ("fetched", 1, 1),
+    ]
+    data = as_json(report)
+    assert conforms(data, SHAPES["manners crawl audit"]) == []
+    assert data["reconciled"]["in_flight"] == 1 and data["reconciled"]["agree"] is False  # type: ignore[index]
+    from manners.crawl.audit import AuditError
+
+    with pytest.raises(AuditError, match=r"nowhere is no crawl's frontier"):
+        audit([out], str(tmp_path / "nowhere"))
+    with pytest.raises(AuditError, match="name one with --name CRAWL"):
+        audit([out], "redis://127.0.0.1:1/0")

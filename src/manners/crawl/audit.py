@@ -28,6 +28,7 @@ line: one sentence naming the file and line).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import math
@@ -132,6 +133,7 @@ class Record:
     due: float | None = None  # a revisiting crawl's record: when the URL was due again
     revisiting: bool = False  # the record is a revisiting crawl's (it has ``visit``)
     was: str | None = None  # an ``unsettled`` line: the outcome of the line before, not committed
+    linked: bool = False  # a link recorded as skipped (it has ``parent``): no URL of the frontier's
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +307,46 @@ class RobotsLate:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One total as the workers' files give it and as the frontier counts it."""
+
+    name: str  # an outcome (URLs settled with it), or "pages" (URLs a page was requested for)
+    files: int
+    frontier: int
+
+    @property
+    def agree(self) -> bool:
+        return self.files == self.frontier
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "files": self.files, "frontier": self.frontier, "agree": self.agree}
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """The whole crawl's totals, the files' against the frontier's (``--frontier``)."""
+
+    frontier: str  # as named (a Redis URL without its password)
+    queued: int
+    in_flight: int
+    figures: tuple[Figure, ...]
+    revisiting: bool  # a revisiting crawl: its outcomes are per visit, only pages are compared
+
+    @property
+    def agree(self) -> bool:
+        return all(f.agree for f in self.figures)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "frontier": self.frontier,
+            "queued": self.queued,
+            "in_flight": self.in_flight,
+            "figures": [f.as_json() for f in self.figures],
+            "agree": self.agree,
+        }
+
+
 @dataclass(frozen=True)
 class Report:
     """What :func:`judge` found; :func:`as_json` and :func:`render_text` show it."""
@@ -320,6 +362,7 @@ class Report:
     torn_lines: tuple[str, ...]  # "FILE:LINE" of each torn last line skipped (a crash mid-write)
     robots_cached: int = 0  # robots lines with source "cache": copies used, no request made
     events: int = 0  # other ledger lines that are no request (lease-lost)
+    reconciled: Reconciliation | None = None  # the totals against the frontier's, when it was read
 
     @property
     def violations(self) -> int:
@@ -454,6 +497,7 @@ def pages_record(obj: dict[str, Any], where: str, worker: str | None) -> Record:
         due=due_at,
         revisiting="visit" in obj,
         was=_optional_text(obj, "was") if unsettled else None,
+        linked="parent" in obj,
     )
 
 
@@ -531,6 +575,35 @@ def judge(
         torn_lines=tuple(torn),
         robots_cached=sum(map(len, cached.values())),
         events=len(events),
+    )
+
+
+def reconcile(
+    where: str, counts: dict[str, int], requests: Iterable[Request], records: Iterable[Record]
+) -> Reconciliation:
+    """The files' totals against the frontier's ``counts`` (``Frontier.counts``): URLs a page was
+    requested for (the ledgers' page lines, each URL once) against its ``pages``, and, but for a
+    revisiting crawl, URLs by the outcome of their last committed record (the pages files; a link
+    recorded as skipped is no URL of the frontier's) against its outcome counts.  A request whose
+    answer was never settled, or a settling the frontier never took, shows as a difference."""
+    records = list(records)
+    kept, _ = _committed(records)
+    revisiting = any(r.revisiting for r in kept)
+    asked = {r.url for r in requests if r.kind == "page"}
+    figures = [Figure("pages", len(asked), counts.get("pages", 0))]
+    if not revisiting:
+        last: dict[str, str] = {}
+        for r in sorted(kept, key=lambda r: r.at):
+            if not r.linked:
+                last[r.url] = r.outcome
+        by_outcome: dict[str, int] = defaultdict(int)
+        for outcome in last.values():
+            by_outcome[outcome] += 1
+        named = {k for k in counts if ":" not in k and k not in ("pages", "queued", "in_flight", "done")}
+        for outcome in sorted(named | set(by_outcome)):
+            figures.append(Figure(outcome, by_outcome.get(outcome, 0), counts.get(outcome, 0)))
+    return Reconciliation(
+        where, counts.get("queued", 0), counts.get("in_flight", 0), tuple(figures), revisiting
     )
 
 
@@ -800,9 +873,12 @@ def _repeat(
 # -- the files (the I/O edge) ------------------------------------------------------------------
 
 
-def audit(dirs: Sequence[Path]) -> Report:
+def audit(dirs: Sequence[Path], frontier: str | None = None, name: str | None = None) -> Report:
     """Read every ledger and pages file in ``dirs`` and judge them together; AuditError (one
-    sentence) for a DIR that is not there, one with no ledger, or a damaged line."""
+    sentence) for a DIR that is not there, one with no ledger, or a damaged line.  With
+    ``frontier`` (a ``frontier.sqlite3``, a DIR holding one, or a Redis URL with the crawl's
+    ``name``), or when the one DIR given holds a single process's ``frontier.sqlite3``, the
+    totals are reconciled with the frontier's counts (``Report.reconciled``)."""
     if not dirs:
         raise AuditError("name the crawl directories to audit: manners crawl audit DIR...")
     requests: list[Request] = []
@@ -838,7 +914,42 @@ def audit(dirs: Sequence[Path]) -> Report:
             records += (pages_record(obj, f"{path}:{n}", owner) for n, obj in lines)
             if cut is not None:
                 torn.append(f"{path}:{cut}")
-    return judge([str(d) for d in dirs], requests, records, torn, copies, events)
+    report = judge([str(d) for d in dirs], requests, records, torn, copies, events)
+    if frontier is None and len(dirs) == 1 and (dirs[0] / "frontier.sqlite3").is_file():
+        frontier = str(dirs[0] / "frontier.sqlite3")
+    if frontier is None:
+        return report
+    where, counts = read_counts(frontier, name)
+    return dataclasses.replace(report, reconciled=reconcile(where, counts, requests, records))
+
+
+def read_counts(spec: str, name: str | None) -> tuple[str, dict[str, int]]:
+    """The frontier's counts, read (never written: a crawl that is not there is an AuditError),
+    and the frontier as a sentence may name it."""
+    from .frontier import FrontierError, is_shared, open_frontier, shown
+
+    if not is_shared(spec):
+        path = Path(spec)
+        path = path / "frontier.sqlite3" if path.is_dir() else path
+        if "://" in spec or not path.is_file():
+            raise AuditError(f"{shown(spec)} is no crawl's frontier (a frontier.sqlite3, or a redis:// URL)")
+        spec = str(path)
+    elif not name:
+        raise AuditError(f"{shown(spec)} holds many crawls: name one with --name CRAWL")
+
+    async def read() -> dict[str, int]:
+        opened = open_frontier(spec, None, name if is_shared(spec) else None)
+        try:
+            if is_shared(spec) and await opened.get_meta("identity") is None:
+                raise FrontierError(f"{shown(spec)} holds no crawl named {name!r}")
+            return await opened.counts()
+        finally:
+            await opened.close()
+
+    try:
+        return shown(spec), asyncio.run(read())
+    except FrontierError as exc:
+        raise AuditError(str(exc)) from None
 
 
 def _files(d: Path, patterns: Iterable[str]) -> list[Path]:
@@ -871,6 +982,7 @@ def as_json(report: Report) -> dict[str, object]:
         "robots_cached": report.robots_cached,
         "events": report.events,
         "in_flight": sum(d.in_flight for d in report.duplicates),
+        "reconciled": report.reconciled.as_json() if report.reconciled is not None else None,
         "violations": report.violations,
     }
 
@@ -926,6 +1038,8 @@ def render_text(report: Report) -> str:
         )
     if len(report.hosts) > len(closest):
         out.append(f"... and {len(report.hosts) - len(closest)} more hosts, further from their limits")
+    if report.reconciled is not None:
+        out.extend(_reconciled(report.reconciled))
     n = report.violations
     out.append(
         f"{_many(report.requests, 'request')} by {_many(len(report.workers), 'worker')}"
@@ -941,6 +1055,24 @@ def render_text(report: Report) -> str:
         )
     )
     return "\n".join(out)
+
+
+def _reconciled(r: Reconciliation) -> list[str]:
+    """The totals' lines: each figure, the files' and the frontier's, and whether all agree."""
+    figures = ", ".join(
+        f"{f.name} {f.files}" + ("" if f.agree else f" (the frontier says {f.frontier})") for f in r.figures
+    )
+    unfinished = (
+        f"; the crawl is not finished ({r.queued} queued, {r.in_flight} in flight):"
+        " totals may differ until then"
+        if r.queued or r.in_flight
+        else ""
+    )
+    verdict = "they agree" if r.agree else "THEY DISAGREE"
+    lines = [f"totals against the frontier {safe(r.frontier)}: {figures}: {verdict}{unfinished}"]
+    if r.revisiting:
+        lines.append("(a revisiting crawl: outcomes are counted per visit, only pages are compared)")
+    return lines
 
 
 def _many(n: int, one: str, more: str | None = None) -> str:
@@ -971,6 +1103,13 @@ def add_parser(subparsers: Any) -> None:
         " every page asked before its robots.txt.  Exit status 1 on a violation.",
     )
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a crawl's --out (any number)")
+    p.add_argument(
+        "--frontier",
+        metavar="F",
+        help="reconcile the totals with the crawl's frontier: DIR/frontier.sqlite3 (or DIR), or a"
+        " redis:// URL with --name (default: the one DIR's frontier.sqlite3, if it holds one)",
+    )
+    p.add_argument("--name", metavar="CRAWL", help="the crawl's name on a Redis frontier")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_command)
 
@@ -983,7 +1122,7 @@ def run(args: argparse.Namespace) -> int:
     """Audit ``args.dirs`` and print the report: 0 when nothing is wrong, 1 on a violation, 2 (one
     sentence on stderr) when the audit cannot be made."""
     try:
-        report = audit(args.dirs)
+        report = audit(args.dirs, getattr(args, "frontier", None), getattr(args, "name", None))
     except AuditError as exc:
         print(f"manners crawl audit: {safe(str(exc))}", file=sys.stderr)
         return 2
