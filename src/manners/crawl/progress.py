@@ -253,11 +253,11 @@ def _worker(seen: dict[str, object], now: float, leases: int) -> dict[str, objec
     """A heartbeat as status shows it, whether the frontier keeps what the worker said under
     ``info`` or beside ``last_seen``; ``ago`` by the frontier's clock where it gives one.
 
-    ``leases``: what the frontier says it holds now.  ``condition``: alive (heard from lately,
-    not stopped); stopped (it said so, or it has been silent past what it waits out of a frontier
-    outage: killed, or stopped by that outage, whose end it could not report); else silent (a
-    worker waiting out an outage, or stuck).  A worker not alive has nothing in flight but the
-    leases it still holds: none once they are reclaimed, whatever its last heartbeat said."""
+    ``leases``: what the frontier says it holds now, shown as its ``in_flight`` too: a killed
+    worker's last heartbeat would say what it held when it died, and its leases are none once
+    reclaimed.  ``condition``: alive (heard from lately, not stopped); stopped (it said so, or it
+    has been silent past what it waits out of a frontier outage: killed, or stopped by that
+    outage, whose end it could not report); else silent (waiting out an outage, or stuck)."""
     said = seen.get("info")
     info = dict(said) if isinstance(said, dict) else {k: v for k, v in seen.items() if k not in _BEAT}
     last = float(str(seen["last_seen"]))
@@ -269,8 +269,7 @@ def _worker(seen: dict[str, object], now: float, leases: int) -> dict[str, objec
         float(patience) if isinstance(patience, int | float) and not isinstance(patience, bool) else PATIENCE
     )
     condition = "alive" if alive else "stopped" if said_stopped or ago > waits + SILENT_AT_MOST else "silent"
-    if not alive:
-        info["in_flight"] = leases
+    info["in_flight"] = leases  # the frontier's word now, not a heartbeat's of up to 5 s (or a death) ago
     seen_now = {"condition": condition, "leases": leases}
     return {"alive": alive, "last_seen": timestamp(last), "ago": round(ago, 3), **info, **seen_now}
 
