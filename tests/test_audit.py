@@ -791,3 +791,22 @@ def test_the_totals_are_reconciled_with_the_frontier(tmp_path: Path) -> None:
         audit([out], str(tmp_path / "nowhere"))
     with pytest.raises(AuditError, match="name one with --name CRAWL"):
         audit([out], "redis://127.0.0.1:1/0")
+
+
+def test_a_lease_lost_names_its_lease_and_excuses_no_other_request(tmp_path: Path) -> None:
+    """A ``lease-lost`` line is about one lease: it labels a repeat of the request made under that
+    lease as in flight, not a repeat of an earlier request settled under another lease."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    url = f"{HOST}/x"
+    _line(w1, {"at": timestamp(T0 + 1), "t": T0 + 1, "authority": urls.authority(url), "url": url,
+               "kind": "page", "worker": "w1", "lease": "first", "spacing": 1.0,
+               "not_before": None})  # fmt: skip
+    w1.settle(1.5, url)
+    lease_lost(w1, 3, url, lease="second")  # a later lease of it, lost before any request
+    w2.fetch(4, url)
+    code, text, _ = audited(out)
+    assert code == 1, text
+    (dup,) = audit([out]).duplicates
+    assert dup.violation and not dup.in_flight

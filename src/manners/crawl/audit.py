@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..cache.entry import TTL
 from ..terminal import safe, safe_json
@@ -766,7 +766,7 @@ def _duplicates(
     """Every page URL requested more than once, each repeat explained (see :func:`_repeat`)."""
     pages: dict[str, list[Request]] = defaultdict(list)
     settled: dict[str, list[Record]] = defaultdict(list)
-    undone: dict[str, list[tuple[float, str | None, str]]] = defaultdict(list)  # (at, worker, words)
+    undone: dict[str, list[_Undone]] = defaultdict(list)
     alive = _Alive()
     for r in ordered:
         if r.kind == "page":
@@ -781,12 +781,13 @@ def _duplicates(
         words = (
             f"its settling ({rec.was or 'an outcome'}) was not committed: {rec.reason or 'no reason given'}"
         )
-        undone[rec.url].append((rec.at, rec.worker, words))
+        undone[rec.url].append(_Undone(rec.at, rec.worker, None, words))
     for e in events:
         if e.worker is not None:
             alive.saw(e.worker, e.t)
         if e.kind == "lease-lost" and e.url is not None:
-            undone[e.url].append((e.t, e.worker, f"it lost its lease ({e.reason or 'no reason given'})"))
+            words = f"it lost its lease ({e.reason or 'no reason given'})"
+            undone[e.url].append(_Undone(e.t, e.worker, e.lease, words))
     for copies in cached.values():
         for c in copies:
             alive.saw(c.worker, c.t)
@@ -809,6 +810,16 @@ def _due(a: Request, records: list[Record]) -> float | None:
     return answer.due if answer is not None else None
 
 
+class _Undone(NamedTuple):
+    """A worker's word that a request of its was left in flight: an ``unsettled`` pages line (its
+    settling was not committed) or a ``lease-lost`` ledger line (``lease``: the lease it lost)."""
+
+    at: float
+    worker: str | None
+    lease: str | None
+    words: str
+
+
 class _Alive(dict[str | tuple[str, str], float]):
     """The last sign of life of each worker (a request sent or a page settled), and of each
     worker with each authority (a request sent to it)."""
@@ -823,7 +834,7 @@ def _repeat(
     i: int,
     records: list[Record],
     alive: _Alive,
-    undone: Sequence[tuple[float, str | None, str]] = (),
+    undone: Sequence[_Undone] = (),
 ) -> tuple[Repeat, str]:
     """Why the URL's request ``i`` (``a``) was followed by another (``b``).
 
@@ -841,9 +852,10 @@ def _repeat(
     """
     a, b = asked[i], asked[i + 1]
     again = next((r.t for r in asked[i + 1 :] if r.worker == a.worker), math.inf)
-    for at, worker, words in undone:
-        if worker in (a.worker, None) and a.t - TOLERANCE <= at < again:
-            return "in-flight", f"in flight: worker {a.worker} asked for it, then {words}"
+    for u in undone:
+        mine = u.worker in (a.worker, None) and (u.lease is None or a.lease is None or u.lease == a.lease)
+        if mine and a.t - TOLERANCE <= u.at < again:
+            return "in-flight", f"in flight: worker {a.worker} asked for it, then {u.words}"
     answer = next(
         (
             r
