@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from manners.crawl import urls
-from manners.crawl.audit import TOLERANCE, Report, add_parser, as_json, audit, render_text, run
+from manners.crawl.audit import TOLERANCE, TURN, Report, add_parser, as_json, audit, render_text, run
 from manners.vocabulary import timestamp
 from test_cli_json import RFC3339, SHAPES, conforms
 
@@ -553,9 +553,10 @@ def test_a_page_after_a_cached_robots_txt_in_force_is_fine_and_no_request(tmp_pa
     w.fetch(0, f"{HOLE}/1early")  # before the copy was taken up
     cached(w, 1, HOLE, fetched=-10, expires=5)
     w.fetch(2, f"{HOLE}/1ok")
-    w.fetch(6, f"{HOLE}/1expired")  # the copy expired at 5, and nothing read robots.txt again
-    cached(w, 7, HOST, fetched=8)  # a copy "fetched" after it was taken: not one read in time
-    w.fetch(9, f"{HOST}/future")
+    w.fetch(6, f"{HOLE}/1waited")  # decided before the copy expired at 5, then its turn came
+    w.fetch(5 + TURN + 1, f"{HOLE}/1expired")  # no wait is that long: nothing read robots.txt again
+    cached(w, 5 + TURN + 2, HOST, fetched=5 + TURN + 3)  # "fetched" after it was taken: not read in time
+    w.fetch(5 + TURN + 4, f"{HOST}/future")
     code, text, _ = audited(late)
     assert code == 1
     found = {r.authority: r for r in audit([late]).robots_first_violations}
@@ -563,7 +564,7 @@ def test_a_page_after_a_cached_robots_txt_in_force_is_fine_and_no_request(tmp_pa
         2,
         f"{HOLE}/1early",
     )
-    assert found["gemini://capsule.example:1965"].cached_at == T0 + 7
+    assert found["gemini://capsule.example:1965"].cached_at == T0 + 5 + TURN + 2
     assert "a cached copy taken at" in text and "robots.txt never asked" in text
 
 
@@ -572,7 +573,7 @@ def test_a_copy_without_expires_at_lasts_a_day(tmp_path: Path) -> None:
     w = Worker(out, "w1")
     cached(w, 0, HOST, fetched=-86_000)  # 400 s of its day left
     w.fetch(1, f"{HOST}/a")
-    w.fetch(500, f"{HOST}/b")
+    w.fetch(400 + TURN + 1, f"{HOST}/b")
     assert [r.first.url for r in audit([out]).robots_first_violations] == [f"{HOST}/b"]
 
 

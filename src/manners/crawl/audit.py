@@ -55,6 +55,9 @@ TOLERANCE = 0.02
 #: a single-process crawl's).
 LEDGERS = ("requests.jsonl", "requests-*.jsonl")
 PAGES = ("pages.jsonl", "pages-*.jsonl")
+#: Seconds a page's request may leave after the robots.txt copy it was decided under expired: it
+#: waited for its turn at the host in between (the crawler's default --max-delay).
+TURN = 300.0
 SHOWN = 50  # violations of one kind listed in the text output; --json lists them all
 HOSTS_SHOWN = 20  # hosts listed in the text output, closest to their limit first
 
@@ -100,8 +103,10 @@ class Copy:
     dir: str
 
     def covers(self, t: float) -> bool:
-        """A page requested at ``t`` was decided under this copy, read in time and in force."""
-        return self.t <= t + TOLERANCE and self.fetched_at <= self.t + TOLERANCE and t <= self.expires_at
+        """A page requested at ``t`` was decided under this copy, read in time and in force (a page
+        is decided before it waits for its turn at the host: up to ``TURN`` seconds later)."""
+        taken = self.fetched_at <= self.t + TOLERANCE
+        return taken and self.t <= t + TOLERANCE and t <= self.expires_at + TURN
 
 
 @dataclass(frozen=True, slots=True)
