@@ -11,14 +11,18 @@ which no single worker can see.  From them (the pages files second) this module 
   worker) than the spacing in force (the ledger line's ``spacing``: ``--min-delay``,
   Crawl-delay, Request-rate), and never before a pending ``44`` slow-down ended (the ledger's
   ``not_before``, and the wait a ``44`` page in a pages file asked for);
-- **each URL once**: every page URL requested twice, and why: in flight at a worker's death
-  (its worker never settled it, sent its host nothing more, and was silent from the next
-  request on: the one repeat a fleet allows), asked again after a temporary failure or a
-  settled error (a retry the crawler is meant to make), or fetched twice (a violation);
+- **each URL once**: every page URL requested twice, and why: in flight (the repeats a fleet
+  allows) at a worker's death (its worker never settled it, sent its host nothing more, and was
+  silent from the next request on), or after its worker wrote that it lost the lease
+  (``lease-lost``) or could not commit the settling (``unsettled``); asked again after a
+  temporary failure or a settled error (a retry the crawler is meant to make); a revisit once
+  due; or fetched twice (a violation);
 - **robots.txt obeyed**: no URL settled as ``disallowed`` was ever requested, and no page of
-  an authority was requested before its robots.txt was.
+  an authority was requested before its robots.txt was read: asked for, or a copy taken from
+  the shared cache while in force (a ledger robots line with ``source`` ``cache``: no request).
 
-Sans-IO: :func:`read_lines`, :func:`ledger_line` and :func:`pages_record` turn bytes into
+With the crawl's frontier the totals are reconciled too (:mod:`.totals`).  Sans-IO:
+:func:`read_lines`, :func:`ledger_entry` and :func:`pages_record` turn bytes into
 values and :func:`judge` turns values into a :class:`Report`, all pure; :func:`audit` only
 adds reading the files, and :func:`run` printing.  Exit status: 0 when nothing is wrong, 1 on
 any violation, 2 for a usage error (a DIR that is not there, no ledger in it, a malformed
@@ -28,7 +32,6 @@ line: one sentence naming the file and line).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import math
@@ -44,9 +47,11 @@ from typing import Any, Literal, NamedTuple
 from ..cache.entry import TTL
 from ..terminal import safe, safe_json
 from ..vocabulary import timestamp
-from . import urls
+from . import totals, urls
 from .crawler import SLOW_DOWN_BASE
+from .frontier import FrontierError
 from .meaning import seconds
+from .totals import Reconciliation
 
 #: Seconds a gap may fall short of the one required: a ledger line is timed just before its
 #: request is written, so clock jitter and timer granularity show up as a few milliseconds.
@@ -312,46 +317,6 @@ class RobotsLate:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """One total as the workers' files give it and as the frontier counts it."""
-
-    name: str  # an outcome (URLs settled with it), or "pages" (URLs a page was requested for)
-    files: int
-    frontier: int
-
-    @property
-    def agree(self) -> bool:
-        return self.files == self.frontier
-
-    def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "files": self.files, "frontier": self.frontier, "agree": self.agree}
-
-
-@dataclass(frozen=True, slots=True)
-class Reconciliation:
-    """The whole crawl's totals, the files' against the frontier's (``--frontier``)."""
-
-    frontier: str  # as named (a Redis URL without its password)
-    queued: int
-    in_flight: int
-    figures: tuple[Figure, ...]
-    revisiting: bool  # a revisiting crawl: its outcomes are per visit, only pages are compared
-
-    @property
-    def agree(self) -> bool:
-        return all(f.agree for f in self.figures)
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "frontier": self.frontier,
-            "queued": self.queued,
-            "in_flight": self.in_flight,
-            "figures": [f.as_json() for f in self.figures],
-            "agree": self.agree,
-        }
-
-
 @dataclass(frozen=True)
 class Report:
     """What :func:`judge` found; :func:`as_json` and :func:`render_text` show it."""
@@ -586,30 +551,18 @@ def judge(
 def reconcile(
     where: str, counts: dict[str, int], requests: Iterable[Request], records: Iterable[Record]
 ) -> Reconciliation:
-    """The files' totals against the frontier's ``counts`` (``Frontier.counts``): URLs a page was
-    requested for (the ledgers' page lines, each URL once) against its ``pages``, and, but for a
-    revisiting crawl, URLs by the outcome of their last committed record (the pages files; a link
-    recorded as skipped is no URL of the frontier's) against its outcome counts.  A request whose
-    answer was never settled, or a settling the frontier never took, shows as a difference."""
-    records = list(records)
+    """The files' totals against the frontier's ``counts`` (:func:`totals.reconcile`): the URLs the
+    ledgers asked a page of, and, but for a revisiting crawl, the outcome of each URL's last
+    committed record (a link recorded as skipped is no URL of the frontier's)."""
     kept, _ = _committed(records)
-    revisiting = any(r.revisiting for r in kept)
     asked = {r.url for r in requests if r.kind == "page"}
-    figures = [Figure("pages", len(asked), counts.get("pages", 0))]
-    if not revisiting:
-        last: dict[str, str] = {}
-        for r in sorted(kept, key=lambda r: r.at):
-            if not r.linked:
-                last[r.url] = r.outcome
-        by_outcome: dict[str, int] = defaultdict(int)
-        for outcome in last.values():
-            by_outcome[outcome] += 1
-        named = {k for k in counts if ":" not in k and k not in ("pages", "queued", "in_flight", "done")}
-        for outcome in sorted(named | set(by_outcome)):
-            figures.append(Figure(outcome, by_outcome.get(outcome, 0), counts.get(outcome, 0)))
-    return Reconciliation(
-        where, counts.get("queued", 0), counts.get("in_flight", 0), tuple(figures), revisiting
-    )
+    if any(r.revisiting for r in kept):
+        return totals.reconcile(where, counts, asked, None)
+    last: dict[str, str] = {}
+    for r in sorted(kept, key=lambda r: r.at):
+        if not r.linked:
+            last[r.url] = r.outcome
+    return totals.reconcile(where, counts, asked, last)
 
 
 def _committed(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
@@ -936,37 +889,11 @@ def audit(dirs: Sequence[Path], frontier: str | None = None, name: str | None = 
         frontier = str(dirs[0] / "frontier.sqlite3")
     if frontier is None:
         return report
-    where, counts = read_counts(frontier, name)
-    return dataclasses.replace(report, reconciled=reconcile(where, counts, requests, records))
-
-
-def read_counts(spec: str, name: str | None) -> tuple[str, dict[str, int]]:
-    """The frontier's counts, read (never written: a crawl that is not there is an AuditError),
-    and the frontier as a sentence may name it."""
-    from .frontier import FrontierError, is_shared, open_frontier, shown
-
-    if not is_shared(spec):
-        path = Path(spec)
-        path = path / "frontier.sqlite3" if path.is_dir() else path
-        if "://" in spec or not path.is_file():
-            raise AuditError(f"{shown(spec)} is no crawl's frontier (a frontier.sqlite3, or a redis:// URL)")
-        spec = str(path)
-    elif not name:
-        raise AuditError(f"{shown(spec)} holds many crawls: name one with --name CRAWL")
-
-    async def read() -> dict[str, int]:
-        opened = open_frontier(spec, None, name if is_shared(spec) else None)
-        try:
-            if is_shared(spec) and await opened.get_meta("identity") is None:
-                raise FrontierError(f"{shown(spec)} holds no crawl named {name!r}")
-            return await opened.counts()
-        finally:
-            await opened.close()
-
     try:
-        return shown(spec), asyncio.run(read())
+        where, counts = totals.read_counts(frontier, name)
     except FrontierError as exc:
         raise AuditError(str(exc)) from None
+    return dataclasses.replace(report, reconciled=reconcile(where, counts, requests, records))
 
 
 def _files(d: Path, patterns: Iterable[str]) -> list[Path]:
@@ -1056,7 +983,7 @@ def render_text(report: Report) -> str:
     if len(report.hosts) > len(closest):
         out.append(f"... and {len(report.hosts) - len(closest)} more hosts, further from their limits")
     if report.reconciled is not None:
-        out.extend(_reconciled(report.reconciled))
+        out.extend(safe(line) for line in totals.lines(report.reconciled))
     n = report.violations
     out.append(
         f"{_many(report.requests, 'request')} by {_many(len(report.workers), 'worker')}"
@@ -1072,24 +999,6 @@ def render_text(report: Report) -> str:
         )
     )
     return "\n".join(out)
-
-
-def _reconciled(r: Reconciliation) -> list[str]:
-    """The totals' lines: each figure, the files' and the frontier's, and whether all agree."""
-    figures = ", ".join(
-        f"{f.name} {f.files}" + ("" if f.agree else f" (the frontier says {f.frontier})") for f in r.figures
-    )
-    unfinished = (
-        f"; the crawl is not finished ({r.queued} queued, {r.in_flight} in flight):"
-        " totals may differ until then"
-        if r.queued or r.in_flight
-        else ""
-    )
-    verdict = "they agree" if r.agree else "THEY DISAGREE"
-    lines = [f"totals against the frontier {safe(r.frontier)}: {figures}: {verdict}{unfinished}"]
-    if r.revisiting:
-        lines.append("(a revisiting crawl: outcomes are counted per visit, only pages are compared)")
-    return lines
 
 
 def _many(n: int, one: str, more: str | None = None) -> str:
