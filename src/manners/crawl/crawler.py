@@ -353,6 +353,7 @@ class Crawler:
         self._leased: dict[str, Lease] = {}  # this worker's leases while their URLs are handled (renewed)
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
+        self._robots_read: dict[str, float] = {}  # authority -> fetched_at of the robots.txt copy on record
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
         self._ids_since: float | None = None  # a revisiting crawl: captures since then have derived ids
         self._rolled = 0  # the WARC files closed at --warc-size so far, to roll the logs with them
@@ -680,7 +681,8 @@ class Crawler:
         s, out = self.stats, str(self.out.absolute())
         return {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "out": out,
                 "started": timestamp(s.started), "fetched": s.fetched, "requests": s.requests,
-                "in_flight": len(self._leased), "hosts_active": s.hosts_active}  # fmt: skip
+                "in_flight": len(self._leased), "hosts_active": s.hosts_active,
+                "patience": getattr(self.frontier, "patience", None)}  # fmt: skip
 
     def _ended(self, active: dict[str, asyncio.Task[None]], auth: str, task: asyncio.Task[None]) -> None:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
@@ -821,6 +823,7 @@ class Crawler:
         decision = await self.robot.decide(url)
         if decision.outcome in ("unreachable", "retry") and not decision.stale:
             return await self._robots_failed(auth, lease, decision)
+        await self._robots_source(url, decision)
         if not decision.allowed:
             self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
@@ -855,6 +858,23 @@ class Crawler:
                 return await self._gemini(auth, lease, decision, response)
             response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes)
             return await self._gopher(lease, decision, response)
+
+    async def _robots_source(self, url: str, decision: RobotDecision) -> None:
+        """Put on record, once per copy, a robots.txt copy this worker decides by but did not fetch
+        (the shared cache held it: another worker's, or an earlier run's): ``audit`` must see that
+        the pages after it were decided under a file read in time, though no request was made.  A
+        copy fetched here is on record already (``_fetch_robots`` wrote each of its requests)."""
+        policy = await self.robot.policy(url)
+        key, fetched_at = policy.key, decision.fetched_at
+        if self._robots_read.get(key) == fetched_at:
+            return
+        self._robots_read[key] = fetched_at
+        if len(self._robots_read) > self.max_policies:  # bounded as the robot's memory is
+            del self._robots_read[next(iter(self._robots_read))]
+        if not (policy.fetched and policy.entry.fetched_at == fetched_at):
+            self.ledger.robots_copy(
+                decision.robots_url or url, urls.authority(url), fetched_at, decision.expires_at
+            )
 
     # -- pacing, on the frontier ----------------------------------------------------------
 

@@ -226,6 +226,11 @@ class Frontier(Protocol):
         overdue); None when nothing is in flight."""
         ...
 
+    def held(self) -> Awaitable[dict[str, int]]:
+        """Leases held now, by owner (``manners crawl status``: a dead worker's last heartbeat
+        says what it had in flight then; this, what it still holds until they are reclaimed)."""
+        ...
+
     async def park(self, authority: str, until: float, reason: str) -> None:
         """Lease nothing of ``authority`` before ``until`` (a 44, or a wait beyond --max-delay)."""
         ...
@@ -599,6 +604,10 @@ class SQLiteFrontier:
     async def workers(self) -> dict[str, dict[str, object]]:
         rows = self._db.execute("SELECT worker, last_seen, info FROM workers ORDER BY worker").fetchall()
         return {str(worker): {"last_seen": float(seen), **json.loads(info)} for worker, seen, info in rows}
+
+    async def held(self) -> dict[str, int]:
+        rows = self._db.execute("SELECT owner, count(*) FROM urls WHERE state = 'in_flight' GROUP BY owner")
+        return {str(owner): int(n) for owner, n in rows.fetchall() if owner is not None}
 
     async def oldest_lease(self) -> dict[str, object] | None:
         row = self._db.execute(
@@ -981,6 +990,9 @@ class Patient:
 
     def oldest_lease(self) -> Awaitable[dict[str, object] | None]:
         return self._call(self.inner.oldest_lease)
+
+    def held(self) -> Awaitable[dict[str, int]]:
+        return self._call(self.inner.held)
 
     async def park(self, authority: str, until: float, reason: str) -> None:
         await self._call(lambda: self.inner.park(authority, until, reason))

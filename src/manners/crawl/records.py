@@ -149,7 +149,11 @@ class Ledger:
     lease's token; null for robots.txt), ``spacing`` (the seconds this worker keeps between
     requests to the authority then; null when unknown) and ``not_before`` (the end, epoch
     seconds, of a wait the server asked for, 44 or Retry-After, that this request is the first
-    of the worker's to honour; else null)."""
+    of the worker's to honour; else null).  A robots line adds ``source``: ``fetched`` (this
+    request fetched it); a robots.txt copy the worker found in the shared cache, fetched by
+    another worker or an earlier run, is written by :meth:`robots_copy` as a robots line with
+    ``source`` ``cache``, the copy's ``fetched_at`` and ``expires_at``: no request was made, but
+    the pages that follow were decided under a file read in time (``manners crawl audit``)."""
 
     def __init__(self, path: Path, worker: str) -> None:
         self.path = path
@@ -166,9 +170,8 @@ class Ledger:
     ) -> None:
         now = time.time()
         line = {"at": timestamp(now), "t": now, "authority": authority(url), "url": url, "kind": kind}
-        self._log.write(
-            {**line, "worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
-        )
+        fields = {"worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
+        self._log.write({**line, **fields, **({"source": "fetched"} if kind == "robots" else {})})
 
     @property
     def paths(self) -> list[Path]:
@@ -181,6 +184,16 @@ class Ledger:
 
     def close(self) -> None:
         self._log.close()
+
+    def robots_copy(self, url: str, auth: str, fetched_at: float, expires_at: float) -> None:
+        """A robots.txt copy (``url``) taken from the cache, not fetched, for the pages of ``auth``:
+        written once per copy, before the first request it allows (see the class docstring)."""
+        now = time.time()
+        self._log.write(
+            {"at": timestamp(now), "t": now, "authority": auth, "url": url, "kind": "robots",
+             "worker": self.worker, "lease": None, "spacing": None, "not_before": None, "source": "cache",
+             "fetched_at": timestamp(fetched_at), "expires_at": timestamp(expires_at)}
+        )  # fmt: skip
 
 
 def glob_escape(text: str) -> str:

@@ -478,6 +478,21 @@ for a in pairs(touched) do refresh(a) end
 return n
 """
 
+# ARGV: prefix.  The shard's leases held, by owner: owner, n, owner, n, ...
+_HELD = """
+local n = {}
+for _, held in ipairs(redis.call('HVALS', P .. 'held')) do
+  local _, owner = cmsgpack.unpack(held)
+  n[owner] = (n[owner] or 0) + 1
+end
+local flat = {}
+for owner, count in pairs(n) do
+  flat[#flat + 1] = owner
+  flat[#flat + 1] = count
+end
+return flat
+"""
+
 # KEYS[1] the workers hash; ARGV: worker, info (JSON), seconds a silent worker is kept.
 _HEARTBEAT = """
 local t = redis.call('TIME')
@@ -539,6 +554,7 @@ class RedisFrontier:
         self._requeue, self._park, self._parked = shard(_REQUEUE), shard(_PARK), shard(_PARKED)
         self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
         self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
+        self._held = shard(_HELD)
         self._revisit_settled, self._revisits = shard(_REVISIT_SETTLED), shard(_REVISITS)
 
     # -- adding and settling ------------------------------------------------------------------
@@ -666,6 +682,14 @@ class RedisFrontier:
             return None
         url, owner, left = min(found, key=lambda got: float(got[2]))
         return {"url": url, "owner": owner, "expires_in": float(left)}
+
+    async def held(self) -> dict[str, int]:
+        """Leases held now, by owner, fleet-wide (the sum of each shard's)."""
+        found: dict[str, int] = {}
+        for flat in await self._each_shard(self._held):
+            for owner, n in _pairs(flat):
+                found[str(owner)] = found.get(str(owner), 0) + int(n)
+        return found
 
     # -- authorities --------------------------------------------------------------------------
 
