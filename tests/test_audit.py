@@ -20,13 +20,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from manners.crawl import urls
-from manners.crawl.audit import TOLERANCE, Report, add_parser, as_json, audit, render_text, run
+from manners.crawl.audit import TOLERANCE, TURN, Report, add_parser, as_json, audit, render_text, run
 from manners.vocabulary import timestamp
 from test_cli_json import RFC3339, SHAPES, conforms
 
@@ -388,7 +389,8 @@ def test_json_is_the_documented_shape(tmp_path: Path) -> None:
     assert first["later"]["url"] == "gemini://other.example/x" and RFC3339.match(first["not_before"])
     died = next(d for d in data["duplicates"] if d["url"] == f"{HOST}/died")
     assert died == {"url": f"{HOST}/died", "times": 2, "at": [timestamp(T0 + 24), timestamp(T0 + 200)],
-                    "workers": ["w9", "w8"], "in_flight_at_death": True, "violation": False,
+                    "workers": ["w9", "w8"], "in_flight_at_death": True, "in_flight": True, "revisits": 0,
+                    "closest_to_due": None, "violation": False,
                     "why": "in flight at the death of worker w9"}  # fmt: skip
     assert all(RFC3339.match(w["first"]) and RFC3339.match(w["last"]) for w in data["workers"])
     assert re.search(r'\n  "hosts": \[\n    \{"authority": ', text)  # a host a line, as every --json
@@ -448,6 +450,9 @@ def test_a_real_crawl_killed_and_resumed_audits_as_the_servers_saw_it(tmp_path: 
         assert (code, err) == (0, ""), text
         report = audit([out])
         assert len(report.workers) == 2  # the killed run and the resume
+        # its one DIR holds the frontier: the totals reconciled, and they agree
+        assert report.reconciled is not None and report.reconciled.agree, text
+        assert "they agree" in text and report.reconciled.figures[0].files > 10
         received = {
             sn.authority(gophernicus): len(site.gophernicus.snapshot()),
             sn.authority(pygopherd): len(site.pygopherd.snapshot()),
@@ -487,3 +492,322 @@ def _request_line(url: str) -> tuple[str, str]:
 def _settled(out: Path, n: int) -> bool:
     """``n`` pages settled, in ``pages.jsonl`` or a worker's ``pages-WORKER.jsonl``."""
     return sum(len(p.read_bytes().splitlines()) for p in out.glob("pages*.jsonl")) >= n
+
+
+# -- issue 31: robots.txt from the cache, repeats in flight, revisits summarised ------------------
+
+
+def _line(worker: Worker, obj: dict[str, Any]) -> None:
+    with worker.ledger.open("a") as f:
+        f.write(json.dumps(obj) + "\n")
+
+
+def cached(worker: Worker, t: float, host: str, fetched: float, expires: float | None = None) -> None:
+    """A robots line with ``source`` ``cache`` as the crawler writes it (interfaces item 3)."""
+    line = {"at": timestamp(T0 + t), "t": T0 + t, "authority": urls.authority(host),
+            "url": f"{host}/robots.txt", "kind": "robots", "worker": worker.name, "lease": None,
+            "spacing": None, "not_before": None,
+            "source": "cache", "fetched_at": timestamp(T0 + fetched)}  # fmt: skip
+    if expires is not None:
+        line["expires_at"] = timestamp(T0 + expires)
+    _line(worker, line)
+
+
+def lease_lost(worker: Worker, t: float, url: str, lease: str = "token", reason: str = "re-leased") -> None:
+    """A ``lease-lost`` ledger line (interfaces item 1)."""
+    _line(worker, {"at": timestamp(T0 + t), "t": T0 + t, "authority": urls.authority(url), "url": url,
+                   "kind": "lease-lost", "worker": worker.name, "lease": lease,
+                   "reason": reason})  # fmt: skip
+
+
+def unsettled(worker: Worker, url: str, was: str = "fetched", reason: str = "the lease is no longer held",
+              fetched_at: float | None = None) -> None:  # fmt: skip
+    """A pages ``unsettled`` line after the worker's line for ``url`` (interfaces item 2)."""
+    record: dict[str, Any] = {"url": url, "outcome": "unsettled", "was": was, "reason": reason,
+                              "worker": worker.name}  # fmt: skip
+    if fetched_at is not None:
+        record["fetched_at"] = timestamp(T0 + fetched_at)
+    with worker.pages.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def test_a_page_after_a_cached_robots_txt_in_force_is_fine_and_no_request(tmp_path: Path) -> None:
+    """The second crawl found robots.txt in the shared cache: no robots request in its ledger,
+    a ``cache`` line instead.  Audit takes it for robots.txt read (a page after it, while the copy
+    is in force, is fine) and counts it as no request; a page after the copy expired, or before
+    it was taken up, or under a copy that claims a fetch after it was taken, is still a violation."""
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    cached(w, 0, HOST, fetched=-3600, expires=20)
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(2, f"{HOST}/b")
+    code, text, err = audited(out)
+    assert (code, err) == (0, ""), text
+    report = audit([out])
+    assert (report.requests, report.robots_cached) == (2, 1)
+    assert text.strip().endswith("; robots.txt taken from the cache 1 time")
+    assert [h.requests for h in report.hosts] == [2]
+
+    late = tmp_path / "late"
+    w = Worker(late, "w1")
+    w.fetch(0, f"{HOLE}/1early")  # before the copy was taken up
+    cached(w, 1, HOLE, fetched=-10, expires=5)
+    w.fetch(2, f"{HOLE}/1ok")
+    w.fetch(6, f"{HOLE}/1waited")  # decided before the copy expired at 5, then its turn came
+    w.fetch(5 + TURN + 1, f"{HOLE}/1expired")  # no wait is that long: nothing read robots.txt again
+    cached(w, 5 + TURN + 2, HOST, fetched=5 + TURN + 3)  # "fetched" after it was taken: not read in time
+    w.fetch(5 + TURN + 4, f"{HOST}/future")
+    code, text, _ = audited(late)
+    assert code == 1
+    found = {r.authority: r for r in audit([late]).robots_first_violations}
+    assert (found["gopher://hole.example:70"].pages_before, found["gopher://hole.example:70"].first.url) == (
+        2,
+        f"{HOLE}/1early",
+    )
+    assert found["gemini://capsule.example:1965"].cached_at == T0 + 5 + TURN + 2
+    assert "a cached copy taken at" in text and "robots.txt never asked" in text
+
+
+def test_a_copy_without_expires_at_lasts_a_day(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    cached(w, 0, HOST, fetched=-86_000)  # 400 s of its day left
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(400 + TURN + 1, f"{HOST}/b")
+    assert [r.first.url for r in audit([out]).robots_first_violations] == [f"{HOST}/b"]
+
+
+def test_repeats_in_flight_are_allowed_and_named_others_are_not(tmp_path: Path) -> None:
+    """A URL asked again after its worker wrote that its settling was not committed, or that it
+    lost the URL's lease, is in flight (allowed, counted, shown); the same repeat with neither is
+    fetched twice.  Ledger lines of other kinds are no requests."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    # (b) settled as fetched, but the frontier refused the settling: an unsettled line follows
+    w1.fetch(1, f"{HOST}/unsettled")
+    unsettled(w1, f"{HOST}/unsettled", reason="the frontier could not be reached")
+    # (c) w1 lost the lease of a page in flight, and dropped it; w1 went on living
+    w1.request(2, f"{HOST}/lost")
+    lease_lost(w1, 3, f"{HOST}/lost", reason="renewal found it re-leased")
+    w1.fetch(4, f"{HOST}/other")
+    # (c) again, the lease-lost line written after the other worker had asked (w1 paused)
+    w1.request(5, f"{HOST}/paused")
+    # the real one: settled, then asked again, no line explaining it
+    w1.fetch(6, f"{HOST}/twice")
+    w2.fetch(10, f"{HOST}/unsettled")
+    w2.fetch(11, f"{HOST}/lost")
+    w2.fetch(12, f"{HOST}/paused")
+    w2.fetch(13, f"{HOST}/twice")
+    lease_lost(w1, 14, f"{HOST}/paused", reason="renewal found it gone")
+    _line(
+        w1, {"at": timestamp(T0 + 15), "t": T0 + 15, "kind": "settle-refused", "worker": "w1"}
+    )  # a kind unknown
+    w1.fetch(16, f"{HOST}/last")
+    code, text, err = audited(out)
+    assert (code, err) == (1, ""), text
+    report = audit([out])
+    by_url = {d.url.removeprefix(f"{HOST}/"): d for d in report.duplicates}
+    assert {u: (d.in_flight, d.violation) for u, d in by_url.items()} == {
+        "unsettled": (True, False),
+        "lost": (True, False),
+        "paused": (True, False),
+        "twice": (False, True),
+    }
+    assert by_url["unsettled"].why() == (
+        "in flight: worker w1 asked for it, then its settling (fetched) was not committed:"
+        " the frontier could not be reached"
+    )
+    assert (
+        by_url["lost"].why()
+        == "in flight: worker w1 asked for it, then it lost its lease (renewal found it re-leased)"
+    )
+    assert report.requests == 11 and report.events == 3  # the two lease-lost lines and the unknown kind
+    assert [(v.later.url, v.earlier.url if v.earlier else None) for v in report.too_close] == []
+    assert report.violations == 1
+    lines = text.splitlines()
+    assert f"requested again (no violation): {HOST}/lost (2 times): {by_url['lost'].why()}" in lines
+    assert lines[0].startswith(f"VIOLATION requested again: {HOST}/twice (2 times): fetched twice")
+    assert lines[-1].endswith("(4 URLs asked more than once, 3 of them allowed, 3 of them in flight)")
+    data = as_json(report)
+    assert data["in_flight"] == 3 and data["events"] == 3
+    assert conforms(data, SHAPES["manners crawl audit"]) == []
+
+
+def test_an_unsettled_line_undoes_the_line_before_it(tmp_path: Path) -> None:
+    """A disallowed outcome never committed is no verdict: the URL decided again (allowed, under a
+    robots.txt read since) and fetched is fine; an unsettled line with its own time counts too."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    w1.settle(0.5, f"{HOST}/x", outcome="disallowed", status=None)
+    unsettled(w1, f"{HOST}/x", was="disallowed", fetched_at=0.6)
+    w2.fetch(3, f"{HOST}/x")
+    w1.fetch(4, f"{HOST}/y")
+    unsettled(w1, f"{HOST}/y", fetched_at=4.2)
+    w2.fetch(6, f"{HOST}/y")
+    code, text, _ = audited(out)
+    assert code == 0, text
+    (y,) = audit([out]).duplicates
+    assert y.in_flight and not y.violation
+
+
+def test_a_long_revisiting_ledger_is_summarised(tmp_path: Path) -> None:
+    """22 minutes of revisits made 40 KB of due times: the text now says, per URL, how many
+    revisits and the closest to its due time, and stays short; --json keeps every request time."""
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    pages = [f"{HOST}/p{i}" for i in range(60)]
+    t = 1.0
+    visits = 40
+    for visit in range(1, visits + 1):
+        for page in pages:
+            w.request(t, page)
+            w.settle(
+                t + 0.01,
+                page,
+                visit=visit,
+                changed=False,
+                due=timestamp(T0 + t + 60.5 - 0.25 * (page == pages[0])),
+            )
+            t += 1.0
+        t += 1.0  # then every page is due again, 60.5 s after its last visit
+    code, text, err = audited(out)
+    assert (code, err) == (0, ""), text[:2000]
+    assert len(text) < 12_000, len(text)
+    first = next(line for line in text.splitlines() if f"{pages[0]} " in line)
+    assert re.fullmatch(
+        rf"requested again \(no violation\): {re.escape(pages[0])} \(40 times\): 39 revisits, each once due,"
+        r" the closest 0\.75 s after it \(the first due \S+Z\)",
+        first,
+    ), first
+    data = as_json(audit([out]))
+    p0 = next(d for d in data["duplicates"] if d["url"] == pages[0])  # type: ignore[union-attr]
+    assert len(p0["at"]) == 40 and p0["revisits"] == 39 and p0["closest_to_due"] == pytest.approx(0.75)
+
+
+def test_a_second_crawl_sharing_the_default_cache_audits_clean(tmp_path: Path) -> None:
+    """Two real crawls in a row of one jetforce capsule, sharing the machine's default robots.txt
+    cache (``XDG_CACHE_HOME``, no ``--cache``): the second finds robots.txt in it and sends no
+    request for it (jetforce's log: robots.txt asked once in all), and its ledger says where its
+    copy came from (``source: cache``, with the first crawl's fetch time), so its audit passes."""
+    import servers
+
+    root = tmp_path / "capsule"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /private\n")
+    (root / "index.gmi").write_text("# home\n=> /a.gmi a\n=> /b.gmi b\n=> /private/x.gmi x\n")
+    for name in ("a", "b"):
+        (root / f"{name}.gmi").write_text(f"# {name}\n")
+    env = {k: v for k, v in os.environ.items() if k != "MANNERS_CACHE"}
+    env |= {"PYTHONPATH": str(SRC), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    with servers.jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.public_ports[0]}/"
+        outs = [tmp_path / "first", tmp_path / "second"]
+        for out in outs:
+            cmd = [sys.executable, "-m", "manners", "crawl", seed, "--agent", "testbot", "--out", str(out),
+                   "--min-delay", "0.2", "--timeout", "10", "--no-warc"]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+            assert done.returncode == 0, done.stderr
+        asked = jet.urls()
+    assert list((tmp_path / "xdg").rglob("*")), "the crawl used no default cache under XDG_CACHE_HOME"
+    assert sum(url.endswith("/robots.txt") for url in asked) == 1, asked  # the second never asked
+    assert sum(url.endswith("/a.gmi") for url in asked) == 2  # both crawls fetched the pages
+
+    code, text, err = audited(outs[1])
+    assert (code, err) == (0, ""), text
+    (first,) = outs[0].glob("requests-*.jsonl")
+    (second,) = outs[1].glob("requests-*.jsonl")
+    fetched = [json.loads(line) for line in first.read_text().splitlines()]
+    robots = [line for line in fetched if line["kind"] == "robots"]
+    assert [line["source"] for line in robots] == ["fetched"]
+    kept = [json.loads(line) for line in second.read_text().splitlines()]
+    (copy,) = [line for line in kept if line["kind"] == "robots"]
+    assert copy["source"] == "cache" and copy["fetched_at"] <= copy["at"] < copy["expires_at"]
+    assert abs(datetime.fromisoformat(copy["fetched_at"]).timestamp() - robots[0]["t"]) < 10
+    assert kept.index(copy) == 0  # before the first page it allowed
+
+    report = audit([outs[1]])
+    assert report.robots_cached == 1 and report.requests == sum(1 for line in kept if line is not copy)
+    assert report.requests == len(asked) - len(fetched)  # every request jetforce had of the second
+    assert not [url for url in asked if "/private" in url]
+
+
+def test_the_totals_are_reconciled_with_the_frontier(tmp_path: Path) -> None:
+    """The files' totals against the frontier's counts: a page whose settling the frontier never
+    took, recorded as fetched with no unsettled line after it, makes them disagree (said, not a
+    violation of manners); with the unsettled line, the outcomes agree, and the page requested but
+    not settled is the one difference left, while the frontier holds it in flight."""
+    import asyncio
+
+    from manners.crawl.frontier import open_frontier
+
+    out = tmp_path / "crawl"
+    w = Worker(out, "w1")
+    w.request(0, f"{HOST}/robots.txt", kind="robots")
+    w.fetch(1, f"{HOST}/a")
+    w.fetch(2, f"{HOST}/b")  # the frontier never took its settling
+    w.settle(2.5, f"{HOST}/d", outcome="disallowed", status=None)
+    w.settle(2.6, f"{HOST}/link", outcome="skipped", status=None, parent=f"{HOST}/a")  # no frontier URL
+
+    async def frontier() -> None:
+        f = open_frontier(out / "frontier.sqlite3")
+        try:
+            await f.add_many([f"{HOST}/a", f"{HOST}/b", f"{HOST}/d"], 0)
+            auth = urls.authority(HOST)
+            for _ in range(3):
+                lease = await f.lease(auth, "w1", 60)
+                assert lease is not None
+                if lease.url.endswith("/a"):
+                    await f.done(lease.url, "fetched", page=True)
+                elif lease.url.endswith("/d"):
+                    await f.done(lease.url, "disallowed")
+        finally:
+            await f.close()
+
+    asyncio.run(frontier())
+    code, text, err = audited(out)  # the one DIR's frontier.sqlite3, read without being named
+    assert (code, err) == (0, ""), text
+    said = [line for line in text.splitlines() if line.startswith("totals against the frontier")]
+    assert said == [
+        f"totals against the frontier {out / 'frontier.sqlite3'}: pages 2 (the frontier says 1),"
+        " disallowed 1, fetched 2 (the frontier says 1): THEY DISAGREE; the crawl is not finished"
+        " (0 queued, 1 in flight): totals may differ until then"
+    ]
+    unsettled(w, f"{HOST}/b", reason="the frontier could not be reached")
+    report = audit([out], str(out))
+    assert report.reconciled is not None
+    assert [(f.name, f.files, f.frontier) for f in report.reconciled.figures] == [
+        ("pages", 2, 1),
+        ("disallowed", 1, 1),
+        ("fetched", 1, 1),
+    ]
+    data = as_json(report)
+    assert conforms(data, SHAPES["manners crawl audit"]) == []
+    assert data["reconciled"]["in_flight"] == 1 and data["reconciled"]["agree"] is False  # type: ignore[index]
+    from manners.crawl.audit import AuditError
+
+    with pytest.raises(AuditError, match=r"nowhere is no crawl's frontier"):
+        audit([out], str(tmp_path / "nowhere"))
+    with pytest.raises(AuditError, match="name one with --name CRAWL"):
+        audit([out], "redis://127.0.0.1:1/0")
+
+
+def test_a_lease_lost_names_its_lease_and_excuses_no_other_request(tmp_path: Path) -> None:
+    """A ``lease-lost`` line is about one lease: it labels a repeat of the request made under that
+    lease as in flight, not a repeat of an earlier request settled under another lease."""
+    out = tmp_path / "crawl"
+    w1, w2 = Worker(out, "w1"), Worker(out, "w2")
+    w1.request(0, f"{HOST}/robots.txt", kind="robots")
+    url = f"{HOST}/x"
+    _line(w1, {"at": timestamp(T0 + 1), "t": T0 + 1, "authority": urls.authority(url), "url": url,
+               "kind": "page", "worker": "w1", "lease": "first", "spacing": 1.0,
+               "not_before": None})  # fmt: skip
+    w1.settle(1.5, url)
+    lease_lost(w1, 3, url, lease="second")  # a later lease of it, lost before any request
+    w2.fetch(4, url)
+    code, text, _ = audited(out)
+    assert code == 1, text
+    (dup,) = audit([out]).duplicates
+    assert dup.violation and not dup.in_flight

@@ -183,8 +183,10 @@ def test_the_ledger_is_written_before_each_request_and_names_the_worker(tmp_path
     assert [p.name for p in out.glob("requests*.jsonl")] == [f"requests-{worker}.jsonl"]
     for line in ledger:
         agrees("requests.jsonl", line)
+        robots = ["source"] if line["kind"] == "robots" else []  # each fetched here: none from a cache
         assert list(line) == ["at", "t", "authority", "url", "kind", "worker", "lease", "spacing",
-                              "not_before"]  # fmt: skip
+                              "not_before", *robots]  # fmt: skip
+        assert line.get("source", "fetched") == "fetched"
         assert line["worker"] == worker and line["spacing"] >= 0.2
         assert (line["lease"] is None) == (line["kind"] == "robots")
     for auth, opened in connections.items():
@@ -314,6 +316,9 @@ def test_the_frontier_paces_by_crawl_delay_and_a_resume_keeps_the_spacing(tmp_pa
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 1.0 - SLACK, gaps
     ledger = [line for path in out.glob("requests-*.jsonl") for line in lines(path)]
+    copies = [line for line in ledger if line.get("source") == "cache"]  # the resume's robots.txt: no request
+    assert [line["kind"] for line in copies] == ["robots"]
+    ledger = [line for line in ledger if line not in copies]
     assert len(ledger) == len(times) and len({line["worker"] for line in ledger}) == 2
     assert all(line["spacing"] == 1.0 for line in ledger if line["kind"] != "robots")
 

@@ -197,7 +197,8 @@ def test_sigterm_ends_a_revisiting_crawl_cleanly_with_status_0(watched: Watched)
     assert watched.returncode == 0, watched.stderr
     summary = watched.summary
     agrees("manners crawl", summary)
-    assert summary["interrupted"] and not summary["completed"] and summary["resume"]
+    assert not summary["interrupted"] and not summary["completed"] and summary["resume"]
+    assert summary["ended"] == "stopped"  # as asked: SIGTERM is a revisiting crawl's normal end
     assert summary["revisits"]["visits"] > summary["revisits"]["changed"] > 0
     for record in records(watched.out):
         agrees("pages.jsonl", record)
@@ -293,7 +294,11 @@ def test_the_audit_finds_every_revisit_due_and_nothing_disallowed_requested(watc
     assert not report["disallowed_requested"]
     repeated = {d["url"]: d for d in report["duplicates"]}
     stable = next(d for url, d in repeated.items() if url.endswith("/stable.gmi"))
-    assert stable["times"] >= 5 and "a revisit, due" in stable["why"]
+    assert stable["times"] >= 5 and stable["revisits"] == stable["times"] - 1
+    assert (
+        f"{stable['revisits']} revisits, each once due, the closest" in stable["why"]
+    )  # one line, summarised
+    assert report["reconciled"]["figures"][0]["name"] == "pages"  # its one DIR holds the frontier
 
 
 def test_revisit_records_are_read_by_warcio_and_name_responses_that_exist(watched: Watched) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from .cli import MAX_DELAY
 from .crawl.revisit import parse_interval
@@ -45,6 +46,24 @@ def interval(text: str) -> float:
         return parse_interval(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(?P<unit>[KMGT]?)(?:I?B)?", re.ASCII)
+
+
+def byte_size(text: str, least: int = 1024) -> int:
+    """A size in bytes: a number, or one with K, M, G or T (binary: 1K is 1024 bytes; KiB, MB and
+    the like are read alike), at least ``least`` (a WARC file holds a warcinfo record at least)."""
+    found = _SIZE.fullmatch(text.strip().upper())
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or a number with K, M or G: 64M)")
+    size = float(found["number"]) * SIZE_UNITS[found["unit"]]
+    if size > 1 << 50:
+        raise argparse.ArgumentTypeError(f"{text!r} is larger than any file system holds")
+    if size < least:
+        raise argparse.ArgumentTypeError(f"give {least} bytes (1K) or more, not {text!r}")
+    return int(size)
 
 
 def _whole(text: str, least: int) -> int:

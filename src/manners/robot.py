@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .agents import require_token
 from .cache import Store, open_store, take_slot
-from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, policy_of
+from .cache.entry import FIRST_BACKOFF, TTL, Entry, entry_after, expires, policy_of
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .fetch.locations import split_authority
 from .profiles import get_profile
@@ -55,6 +55,9 @@ class Policy:
     robots: RobotsTxt  # the policy in force
     stale: bool  # the latest fetch failed and an older copy answers
     spacing: float  # seconds between requests to the authority, for this robot, when it was read
+    #: this robot fetched the entry itself; False: it found it in the store, fetched by another
+    #: worker or an earlier run (a crawl's ledger says which, for ``manners crawl audit``)
+    fetched: bool = False
 
 
 class Robot:
@@ -215,9 +218,7 @@ class Robot:
         runs), so an entry another robot read with a longer life is not kept past this one's
         ``ttl`` (``manners crawl --robots-max-age``).  A failed fetch keeps its backoff: a server's
         Retry-After is honoured whatever the ttl."""
-        if entry.outcome in ("ok", "unavailable"):
-            return min(entry.expires_at, entry.fetched_at + self.ttl)
-        return entry.expires_at
+        return expires(entry, time.time(), self.ttl)  # one from a clock that ran ahead: expired
 
     def _forget(self, slot: tuple[str, bool], done: asyncio.Future[Policy]) -> None:
         if self._pending.get(slot) is done:
@@ -236,12 +237,14 @@ class Robot:
         token = secrets.token_hex(8)
         give_up = time.time() + self.lock_timeout + self.timeout
         pause = 0.02
+        fetched = False
         while due(entry):
             if await store.acquire(key, token, self.lock_timeout) or time.time() > give_up:
                 try:
                     entry = await store.get(key)  # another worker may have just fetched it
                     if due(entry):
                         entry = await self._fetch(url, entry)
+                        fetched = True
                         await store.put(key, entry)
                 finally:
                     await store.release(key, token)
@@ -250,12 +253,13 @@ class Robot:
             pause = min(pause * 2, 0.5)
             entry = await store.get(key)
         assert entry is not None
-        return self._remember(key, entry)
+        return self._remember(key, entry, fetched)
 
-    def _remember(self, key: str, entry: Entry) -> Policy:
-        """The policy an entry holds, kept in memory as the most recently used."""
+    def _remember(self, key: str, entry: Entry, fetched: bool = False) -> Policy:
+        """The policy an entry holds, kept in memory as the most recently used; ``fetched``: by
+        this robot (else found in the store)."""
         robots, stale = policy_of(entry, time.time(), self.profile)
-        known = Policy(key, entry, robots, stale, self._spacing(key, robots))
+        known = Policy(key, entry, robots, stale, self._spacing(key, robots), fetched)
         self._known[key] = known
         self._known.move_to_end(key)
         while len(self._known) > self.max_policies:

@@ -21,6 +21,7 @@ STALE_LIMIT = 30 * DAY  # §2.4: an unreachable file may be answered from a copy
 MIN_TTL = 60.0  # however the server asks, a robots.txt is not fetched more often than this
 FIRST_BACKOFF = 60.0  # after a failed fetch: 1 min, then 2, 4, 8, ... up to TTL
 OLD_MAX_BYTES = 512_000  # the default cap, for entries written before they recorded ``truncated``
+CLOCK_TOLERANCE = 5.0  # seconds an entry's fetch time may lie ahead of this clock and still be believed
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,29 @@ def entry_after(
     if previous is None:
         return Entry(result.url, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
     return replace(previous, expires_at=now + wait, failures=failures, **latest)  # type: ignore[arg-type]
+
+
+def expires(entry: Entry, now: float, ttl: float | None = None) -> float:
+    """When ``entry``, read at ``now``, must be fetched again: its own ``expires_at``, or ``ttl`` after
+    its fetch, whichever comes first (``ttl`` bounds a readable answer only: a failed fetch keeps
+    its backoff, so a server's Retry-After is honoured whatever the ttl).
+
+    An entry fetched "in the future", more than :data:`CLOCK_TOLERANCE` after ``now``, was
+    written by a process whose clock ran ahead (another worker sharing the cache, or this
+    machine before its clock was set back): its times say nothing true about its age, and
+    believing them would keep it fresh until the real clock caught up, hours perhaps, past any
+    ``--robots-max-age``.  It has expired (0: long ago, whatever clock compares), so the file is
+    read again."""
+    if entry.fetched_at > now + CLOCK_TOLERANCE:
+        return 0.0
+    if ttl is not None and entry.outcome in ("ok", "unavailable"):
+        return min(entry.expires_at, entry.fetched_at + ttl)
+    return entry.expires_at
+
+
+def is_fresh(entry: Entry, now: float, ttl: float | None = None) -> bool:
+    """Whether ``entry`` still answers at ``now`` without a fetch (see :func:`expires`)."""
+    return now < expires(entry, now, ttl)
 
 
 def policy_of(entry: Entry, now: float, profile: str | None = None) -> tuple[RobotsTxt, bool]:

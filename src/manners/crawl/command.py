@@ -9,7 +9,9 @@ Exit status: 0 when the crawl completed (or reached a limit), 130 when interrupt
 (Ctrl-C or SIGTERM: requests in flight end or go back to the queue, files are closed), 1 when
 a crawl file or the frontier failed during the crawl, 2 for a mistake of the user's, told in
 one sentence.  A revisiting crawl (--revisit) never completes: SIGTERM is its normal end (a
-service manager stopping it), so it exits 0 then; Ctrl-C still gives 130.
+service manager stopping it), so it exits 0 then and its summary says it stopped as asked, not
+that it was interrupted; Ctrl-C still gives 130.  SIGHUP starts new WARC, pages and ledger files
+(as --warc-size does when a WARC file is full), for logrotate and the like.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from typing import Any
 
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
-from ..options import count, interval, positive, positive_seconds, seconds
-from .crawler import LEASE, Crawler, check_seed, read_settings
+from ..options import byte_size, count, interval, positive, positive_seconds, seconds
+from .crawler import LEASE, WARC_SIZE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
 from .revisit import REVISIT_MAX, REVISIT_MIN
@@ -55,7 +57,7 @@ SETTINGS: dict[str, object] = {
     "max_queued_per_host": 100_000, "max_bytes": 5 << 20, "min_delay": 1.0, "max_delay": 300.0,
     "concurrency": 16, "timeout": 30.0, "allow_private": None, "robots_backoff": 60.0,
     "robots_attempts": 4, "lease": LEASE, "revisit": False, "revisit_min": REVISIT_MIN,
-    "revisit_max": REVISIT_MAX, "robots_max_age": None,
+    "revisit_max": REVISIT_MAX, "robots_max_age": None, "warc_size": WARC_SIZE,
 }  # fmt: skip
 
 
@@ -233,6 +235,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="read robots.txt again after T at most during this crawl (default: 24h, or less where the"
         " server says so)",
     )
+    p.add_argument(
+        "--warc-size",
+        type=byte_size,
+        metavar="SIZE",
+        help="start a new WARC file past SIZE bytes (K, M, G: 64M; default: 1G), and new numbered"
+        " pages and ledger files with it (also on SIGHUP); kept by the crawl",
+    )
     p.add_argument("--no-warc", action="store_true", help="write no WARC files")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_crawl)
@@ -311,6 +320,7 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
             revisit_min=settings["revisit_min"],
             revisit_max=settings["revisit_max"],
             robots_max_age=settings["robots_max_age"],
+            warc_size=settings["warc_size"],
         )
     except (ValueError, CacheError) as exc:
         raise UsageError(str(exc)) from None
@@ -352,6 +362,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
         loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
+        if hasattr(signal, "SIGHUP"):
+            loop.add_signal_handler(signal.SIGHUP, crawler.rotate)  # new files, as logrotate expects
     progress: Progress | None = None
     disallowed: list[str] = []
     failed: str | None = None
@@ -385,20 +397,27 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)
+            if hasattr(signal, "SIGHUP"):
+                loop.remove_signal_handler(signal.SIGHUP)
+    # SIGTERM is a revisiting crawl's normal end (a service manager stopping it): stopped as asked
+    asked = interrupted and crawler.revisit and stopped_by == signal.SIGTERM
+    interrupted = interrupted and not asked
     result = summary(crawler, interrupted)
+    ended = "failed" if failed else "interrupted" if interrupted else "stopped" if asked else "done"
     resume = _resume_command(args, crawler)
     s = crawler.stats
     more = _limit_hint(crawler, args) if s.limit and s.queued else None
     if args.json:
         import json
 
-        resumable = resume if interrupted or failed or result["queued"] else None
-        print(json.dumps({**result, "error": failed, "resume": resumable, "raise": more}, indent=2))
+        resumable = resume if interrupted or asked or failed or result["queued"] else None
+        print(json.dumps({**result, "ended": ended, "error": failed, "resume": resumable, "raise": more},
+                         indent=2))  # fmt: skip
     else:
         whole = result["whole"]
-        ended = "interrupted" if interrupted else "stopped" if failed else "done"
+        said = {"failed": "stopped", "stopped": "stopped as asked (SIGTERM, a revisiting crawl's normal end)"}
         print(
-            f"{ended}: this run fetched {s.fetched},"
+            f"{said.get(ended, ended)}: this run fetched {s.fetched},"
             f" disallowed {s.disallowed}, redirects {s.redirects}, errors {s.errors}, skipped {s.skipped},"
             f" {s.requests} requests, {result['bytes']} bytes in {result['seconds']} s"
         )
@@ -416,6 +435,8 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
         print("files: " + ", ".join(str(f) for f in result["files"]))  # type: ignore[attr-defined]
         if interrupted or failed:
             print(f"to resume: {resume}")
+        elif asked:
+            print(f"to go on watching: {resume}")
     if failed and lost:
         print(f"manners crawl: {failed}", file=sys.stderr)  # nothing to take back: the crawl is gone
         return 1
@@ -426,7 +447,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
             back = "what was in flight is queued again when the crawl resumes"
         print(f"manners crawl: {failed}; {back}", file=sys.stderr)
         return 1
-    if interrupted and not (crawler.revisit and stopped_by == signal.SIGTERM):
+    if interrupted:
         return 130
     return 0
 

@@ -66,7 +66,7 @@ from .frontier import (
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .records import Ledger, PageLog
 from .revisit import GONE_AFTER, REVISIT_MAX, REVISIT_MIN, after_missing, check_bounds, next_interval
-from .warc import WarcWriter, digest
+from .warc import WarcWriter, capture_id, digest
 
 log = logging.getLogger("manners.crawl")
 
@@ -80,12 +80,14 @@ FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 _Settling = tuple[Awaitable[int], "Page", bool]  # the frontier's commit, the page, whether it had links
 WEB_SEED = "the Web is served by the Scrapy integration (manners.scrapy), not by manners crawl"
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
+WARC_SIZE = 1 << 30  # bytes: a WARC file is closed, and the JSONL files rolled, past this (--warc-size)
 WARC_INLINE = 256 << 10  # bytes: a larger reply is compressed for the WARC in a thread
 IDENTITY = ("agent", "roles", "profile", "scope")  # what a crawl is, kept in the frontier; never changes
 LEASE = 120.0  # seconds a lease lasts unless renewed (--lease)
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
 CANCEL_AGAIN = 0.2  # seconds a task may take to end once cancelled before it is cancelled again
 PATIENCE = 30.0  # seconds a worker waits for an unreachable shared frontier before it stops (lease/2 at most)
+CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 
 
@@ -279,6 +281,7 @@ class Crawler:
         revisit_min: float = REVISIT_MIN,
         revisit_max: float = REVISIT_MAX,
         robots_max_age: float | None = None,
+        warc_size: int = WARC_SIZE,
     ) -> None:
         self.agent = require_token(agent) if agent is not None else None
         self.roles = ((roles,) if isinstance(roles, str) else tuple(roles)) if roles is not None else None
@@ -308,6 +311,9 @@ class Crawler:
         check_bounds(revisit_min, revisit_max)
         if robots_max_age is not None and not robots_max_age > 0:
             raise ValueError("robots_max_age must be a positive number of seconds")
+        if warc_size < 1:
+            raise ValueError("warc_size must be a positive number of bytes")
+        self.warc_size = warc_size
         self.shared = is_shared(frontier)
         if self.shared and not name:
             raise ValueError("a frontier on Redis holds many crawls: name this one (name=..., --name CRAWL)")
@@ -359,7 +365,12 @@ class Crawler:
         self._leased: dict[str, Lease] = {}  # this worker's leases while their URLs are handled (renewed)
         self._asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self._honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
+        self._robots_read: dict[str, float] = {}  # authority -> fetched_at of the robots.txt copy on record
         self._visiting: dict[str, _Visiting] = {}  # a revisiting crawl: leased URL -> what its settling needs
+        self._ids_since: float | None = None  # a revisiting crawl: captures since then have derived ids
+        self._rolled = 0  # the WARC files closed at --warc-size so far, to roll the logs with them
+        self._rotating: asyncio.Future[None] | None = None  # a rotation asked for by SIGHUP
+        self._quiet: dict[str, Page] = {}  # a revisiting crawl: refusals decided again as before, not yielded
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
 
@@ -435,7 +446,8 @@ class Crawler:
                     "worker": self.owner}  # fmt: skip
             if self.warc_enabled:
                 prefix = self.owner if self.shared else "manners"
-                self.warc = WarcWriter(self.out / "warc", prefix=prefix, info=info, fsync=False)
+                self.warc = WarcWriter(self.out / "warc", prefix=prefix, max_size=self.warc_size, info=info,
+                                       fsync=False)  # fmt: skip
         except OSError as exc:
             raise CrawlFileError(describe(exc, Path(exc.filename or self.out))) from None
         self.known_hosts = self.frontier.known_hosts()
@@ -450,6 +462,9 @@ class Crawler:
             watched = await self.frontier.revisit_settled(time.time() + self.revisit_min)
             await self.frontier.set_meta("revisit", "1")
             log.info("%d pages fetched before --revisit are due again in %g s", watched, self.revisit_min)
+        if self.revisit:
+            await self._cap_due()
+            await self._derived_ids()
 
     @property
     def where(self) -> str:
@@ -583,6 +598,8 @@ class Crawler:
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
             asyncio.ensure_future(self._every(HEARTBEAT, self._heartbeat, at_once=True)),
         ]
+        if self.revisit:  # a fleet's worker whose clock runs ahead keeps writing due times too far off
+            upkeep.append(asyncio.ensure_future(self._every(CAP_EVERY, self._cap_due)))
         try:
             while not self._stop.is_set():
                 now = time.time()
@@ -686,6 +703,26 @@ class Crawler:
         self.pages.write({"url": page.url, "outcome": "unsettled", "was": page.outcome, "reason": reason,
                           "at": timestamp(time.time()), "worker": self.owner})  # fmt: skip
 
+    async def _derived_ids(self) -> None:
+        """Since when this crawl's responses carry derived record ids (``warc.capture_id``): kept in
+        the frontier from the first run that wrote them, so a revisit record names its capture's
+        id only where that capture has it (one written by an older manners has a random one)."""
+        since = await self.frontier.get_meta("warc-ids-since")
+        if since is None:
+            since = repr(time.time())
+            await self.frontier.set_meta("warc-ids-since", since)
+        self._ids_since = float(since)
+
+    async def _cap_due(self) -> None:
+        """No revisit due later than --revisit-max from now (``Frontier.cap_due``): a due time
+        further off came from a clock that ran ahead, or from a crawl resumed with a smaller
+        --revisit-max.  (A host's ``Check:`` longer than --revisit-max is the floor again from the
+        next visit on.)"""
+        moved = await self.frontier.cap_due(time.time() + self.revisit_max)
+        if moved:
+            log.info("%d revisits were due later than --revisit-max %g s from now: due then", moved,
+                     self.revisit_max)  # fmt: skip
+
     async def _heartbeat(self) -> None:
         await self.frontier.heartbeat(self.owner, self._beat("running"))
         if self.shared:
@@ -696,7 +733,8 @@ class Crawler:
         s, out = self.stats, str(self.out.absolute())
         return {"state": state, "host": socket.gethostname(), "pid": os.getpid(), "out": out,
                 "started": timestamp(s.started), "fetched": s.fetched, "requests": s.requests,
-                "in_flight": len(self._leased), "hosts_active": s.hosts_active}  # fmt: skip
+                "in_flight": len(self._leased), "hosts_active": s.hosts_active,
+                "patience": getattr(self.frontier, "patience", None)}  # fmt: skip
 
     def _ended(self, active: dict[str, asyncio.Task[None]], auth: str, task: asyncio.Task[None]) -> None:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
@@ -737,6 +775,9 @@ class Crawler:
             self.stats.due_now, self.stats.next_due = coming.due_now, coming.next_due
 
     async def _emit(self, page: Page) -> None:
+        if self._quiet.get(page.url) is page:  # a refusal decided again as before: not news (_decided_again)
+            del self._quiet[page.url]
+            return
         self.stats.count(page)
         await self._queue.put(page)
 
@@ -850,6 +891,7 @@ class Crawler:
         decision = await self.robot.decide(url)
         if decision.outcome in ("unreachable", "retry") and not decision.stale:
             return await self._robots_failed(auth, lease, decision)
+        await self._robots_source(url, decision)
         if not decision.allowed:
             self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
@@ -885,6 +927,23 @@ class Crawler:
             response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
                                         connected=connected)  # fmt: skip
             return await self._gopher(lease, decision, response)
+
+    async def _robots_source(self, url: str, decision: RobotDecision) -> None:
+        """Put on record, once per copy, a robots.txt copy this worker decides by but did not fetch
+        (the shared cache held it: another worker's, or an earlier run's): ``audit`` must see that
+        the pages after it were decided under a file read in time, though no request was made.  A
+        copy fetched here is on record already (``_fetch_robots`` wrote each of its requests)."""
+        policy = await self.robot.policy(url)
+        key, fetched_at = policy.key, decision.fetched_at
+        if self._robots_read.get(key) == fetched_at:
+            return
+        self._robots_read[key] = fetched_at
+        if len(self._robots_read) > self.max_policies:  # bounded as the robot's memory is
+            del self._robots_read[next(iter(self._robots_read))]
+        if not (policy.fetched and policy.entry.fetched_at == fetched_at):
+            self.ledger.robots_copy(
+                decision.robots_url or url, urls.authority(url), fetched_at, decision.expires_at
+            )
 
     # -- pacing, on the frontier ----------------------------------------------------------
 
@@ -1236,34 +1295,75 @@ class Crawler:
         host; the lock keeps records whole and in order.
 
         A revisiting crawl compares the response's payload digest with the last visit's: the same,
-        and a revisit record naming the capture that holds that payload stands for it."""
+        and a revisit record naming the capture that holds that payload stands for it, by its URL
+        and date and, for a capture this version wrote (``_ids_since``), by its WARC-Record-ID,
+        derived from the three (``capture_id``).
+
+        The certificate's record is about the server, not about the page that happened to be
+        fetched first: its WARC-Target-URI is ``urn:certificate:`` and the authority, so that an
+        index of the archive (cdxj-indexer, pywb) never takes the PEM for that page's capture; it
+        refers to the response it came with (WARC-Refers-To, WARC-Concurrent-To)."""
         visiting = self._visiting.get(lease.url)
         same = False
+        record_id = None
         if visiting is not None:
             payload = digest(r.raw)
             same = payload == lease.digest and lease.capture_at is not None
             visiting.capture = (payload, lease.capture_at if same and lease.capture_at is not None else when,
                                 not same)  # fmt: skip
+            record_id = capture_id(lease.url, when, payload)
         if self.warc is None:
             return
         async with self._warc_lock:
+            if same and lease.capture_at is not None and lease.digest is not None:
+                known = self._ids_since is not None and lease.capture_at >= self._ids_since
+                refers = capture_id(lease.url, lease.capture_at, lease.digest) if known else None
+                written = self.warc.write_revisit(r.url, r.request, r.raw, scheme, when, lease.url,
+                                                  lease.capture_at, r.peer, refers)  # fmt: skip
+            elif len(r.raw) < WARC_INLINE:
+                written = self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer, record_id)
+            else:
+                written = await asyncio.to_thread(
+                    self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer, record_id
+                )
             if cert is not None and (auth, cert.sha256) not in self._cert_archived:
                 self._cert_archived.add((auth, cert.sha256))
-                self.warc.write_metadata(f"{auth.removesuffix(':1965')}/", cert.pem.encode("ascii"),
-                                         "application/x-pem-file", when, r.peer)  # fmt: skip
-            if same and lease.capture_at is not None:
-                self.warc.write_revisit(
-                    r.url, r.request, r.raw, scheme, when, lease.url, lease.capture_at, r.peer
-                )
-                return
-            if len(r.raw) < WARC_INLINE:
-                self.warc.write(r.url, r.request, r.raw, scheme, when, r.peer)
-            else:
-                await asyncio.to_thread(self.warc.write, r.url, r.request, r.raw, scheme, when, r.peer)
+                about, pem = f"urn:certificate:{auth}", cert.pem.encode("ascii")
+                self.warc.write_metadata(about, pem, "application/x-pem-file", when, r.peer, written)
+            if self.warc.rolled != self._rolled:  # that file reached --warc-size: the logs roll with it
+                self._rolled = self.warc.rolled
+                self._roll_logs()
 
     def _record(self, page: Page) -> None:
-        """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs)."""
+        """The page's line in this worker's pages file, naming the worker (its ledger, its WARCs).
+        Without WARC files, the logs roll when the pages file reaches --warc-size."""
         self.pages.write({**page.record(), "worker": self.owner})
+        if self.warc is None and self.pages.size >= self.warc_size:
+            self._roll_logs()
+
+    def _roll_logs(self) -> None:
+        """The pages file and the ledger go on in new numbered files (``records.PageLog.rotate``)."""
+        self.pages.rotate()
+        self.ledger.rotate()
+
+    def rotate(self) -> None:
+        """Start new files now: the WARC file, the pages file and the ledger (SIGHUP), so that the
+        ones closed can be moved, compressed or shipped.  Done between two records."""
+
+        async def rotate() -> None:
+            async with self._warc_lock:
+                if not self._opened:  # closed meanwhile: its files are final
+                    return
+                try:
+                    if self.warc is not None:
+                        self.warc.rotate()
+                    self._roll_logs()
+                except OSError as exc:
+                    why = describe(exc, self.out)
+                    log.warning("cannot start new files (%s); going on in the ones open", why)
+
+        if self._opened:
+            self._rotating = asyncio.ensure_future(rotate())
 
     def _finish(self, page: Page, links: Iterable[str] = (), depth: int = 0, redirects: int = 0,
                 requested: bool = False) -> None:  # fmt: skip
@@ -1276,6 +1376,9 @@ class Crawler:
         lease = self._leased.get(page.url)
         visiting = self._visiting.get(page.url)
         visit = None
+        if lease is not None and visiting is not None and _same_refusal(lease, page):
+            self._decided_again(lease, page)
+            return
         if lease is not None and visiting is not None:
             visit = self._visit(lease, page, visiting)
             changed = True if visit.number == 1 else visit.changed
@@ -1293,6 +1396,21 @@ class Crawler:
         if counted:
             self._pages += 1
         self._settling[page.url] = (settled, page, bool(links))
+
+    def _decided_again(self, lease: Lease, page: Page) -> None:
+        """A revisiting crawl's disallowed URL decided as before (the same robots.txt line refuses
+        it): nothing new to record, so no pages.jsonl line, no visit counted, nothing yielded; the
+        URL goes back to the queue, its memory unchanged, to be decided again when the robots.txt
+        in force expires.  Only a change (allowed, or refused by another line) is recorded."""
+        expires = page.decision.expires_at if page.decision is not None else 0.0
+        due = max(expires, time.time() + self.min_delay)
+
+        async def back() -> int:
+            await self.frontier.retry(page.url, due, attempt=False, token=lease.token)
+            return 0
+
+        self._quiet[page.url] = page  # this very settling: a later one of the URL is news again
+        self._settling[page.url] = (asyncio.ensure_future(back()), page, False)
 
     def _visit(self, lease: Lease, page: Page, visiting: _Visiting) -> Visit:
         """When a revisiting crawl asks for ``page``'s URL again (``due``; None: never), and what it keeps.
@@ -1314,6 +1432,7 @@ class Crawler:
         if page.outcome == "disallowed":
             expires = page.decision.expires_at if page.decision is not None else 0.0
             due = max(expires, now + self.min_delay)
+            digest_ = _refusal(page.decision)  # remembered in the digest's place: see _same_refusal
         elif (page.status == 51 or visiting.gone) and lease.visits > 0:
             misses += 1
             wait = after_missing(misses, visiting.check, self.revisit_max, self.min_delay)
@@ -1413,6 +1532,19 @@ async def _cancelled(*tasks: asyncio.Task[None]) -> None:
             task.exception()  # retrieved: what a cancelled task raised on its way out is no news
     if interrupted:
         raise asyncio.CancelledError
+
+
+def _refusal(decision: RobotDecision | None) -> str:
+    """What a revisiting crawl remembers of a refusal, in the place of a payload digest: the
+    robots.txt and its line that refused.  The same mark next time is the same decision."""
+    said = f"{decision.robots_url}\n{decision.line}\n{decision.rule}" if decision is not None else ""
+    return "refused:" + hashlib.sha256(said.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _same_refusal(lease: Lease, page: Page) -> bool:
+    """Whether ``page`` is a refusal of a URL visited before, by the line that refused it last time
+    (its lease's digest is that refusal's mark, ``_refusal``)."""
+    return page.outcome == "disallowed" and lease.visits > 0 and lease.digest == _refusal(page.decision)
 
 
 def _item_type(url: str) -> str | None:

@@ -241,6 +241,11 @@ class Frontier(Protocol):
         overdue); None when nothing is in flight."""
         ...
 
+    def held(self) -> Awaitable[dict[str, int]]:
+        """Leases held now, by owner (``manners crawl status``: a dead worker's last heartbeat
+        says what it had in flight then; this, what it still holds until they are reclaimed)."""
+        ...
+
     async def park(self, authority: str, until: float, reason: str) -> None:
         """Lease nothing of ``authority`` before ``until`` (a 44, or a wait beyond --max-delay)."""
         ...
@@ -271,6 +276,15 @@ class Frontier(Protocol):
     @property
     def dropped(self) -> int:
         """URLs this process did not queue because their authority's queue was full."""
+        ...
+
+    async def cap_due(self, latest: float) -> int:
+        """Bring every revisit due after ``latest`` forward to ``latest``; how many moved.
+
+        A revisiting crawl calls it with now + --revisit-max: a due time beyond that came from a
+        clock that ran ahead (a worker's, or this machine's before it was set back) or from a
+        crawl resumed with a smaller --revisit-max, and would leave its page unwatched for longer
+        than the crawl allows."""
         ...
 
 
@@ -646,6 +660,10 @@ class SQLiteFrontier:
         rows = self._db.execute("SELECT worker, last_seen, info FROM workers ORDER BY worker").fetchall()
         return {str(worker): {"last_seen": float(seen), **json.loads(info)} for worker, seen, info in rows}
 
+    async def held(self) -> dict[str, int]:
+        rows = self._db.execute("SELECT owner, count(*) FROM urls WHERE state = 'in_flight' GROUP BY owner")
+        return {str(owner): int(n) for owner, n in rows.fetchall() if owner is not None}
+
     async def oldest_lease(self) -> dict[str, object] | None:
         row = self._db.execute(
             "SELECT url, owner, lease_until FROM urls WHERE state = 'in_flight' ORDER BY lease_until LIMIT 1"
@@ -761,6 +779,19 @@ class SQLiteFrontier:
             except Exception as exc:  # all rolled back: each again on its own, so only its caller fails
                 results = [exc] if len(batch) == 1 else [_attempt(self._write_now, work) for work, _ in batch]
             _deliver(batch, results)
+
+    async def cap_due(self, latest: float) -> int:
+        def cap(db: sqlite3.Connection) -> int:
+            late = "state = 'queued' AND visits > 0 AND not_before > ?"  # urls_due's WHERE: its index
+            per_authority = db.execute(
+                f"SELECT authority, count(*) FROM urls WHERE {late} GROUP BY authority", (latest,)
+            ).fetchall()
+            db.execute(f"UPDATE urls SET not_before = ? WHERE {late}", (latest, latest))
+            for name, _ in per_authority:
+                db.execute(f"UPDATE authorities SET eligible_at = {_ELIGIBLE} WHERE authority = ?", (name,))
+            return sum(int(n) for _, n in per_authority)
+
+        return await self._write(cap)
 
 
 def _all(
@@ -1034,6 +1065,9 @@ class Patient:
     def oldest_lease(self) -> Awaitable[dict[str, object] | None]:
         return self._call(self.inner.oldest_lease)
 
+    def held(self) -> Awaitable[dict[str, int]]:
+        return self._call(self.inner.held)
+
     async def park(self, authority: str, until: float, reason: str) -> None:
         await self._call(lambda: self.inner.park(authority, until, reason))
 
@@ -1101,6 +1135,9 @@ class Patient:
                 log.warning("the frontier answers again, after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
             return result
+
+    async def cap_due(self, latest: float) -> int:
+        return await self._call(lambda: self.inner.cap_due(latest))
 
 
 class _PatientHosts(MutableMapping[str, str]):

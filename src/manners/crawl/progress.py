@@ -15,12 +15,15 @@ from typing import Any, TextIO
 
 from .. import terminal
 from ..vocabulary import timestamp
-from .crawler import FOREVER, HEARTBEAT, IDENTITY, Crawler, Page, Stats
+from .crawler import FOREVER, HEARTBEAT, IDENTITY, PATIENCE, Crawler, Page, Stats
 from .frontier import DONE, IN_FLIGHT, QUEUED, Frontier
 
 RECENT = 6  # pages and disallowed URLs shown in the live display
 PLAIN_EVERY = 5.0  # seconds between plain progress lines
 ALIVE = 4 * HEARTBEAT  # a worker silent for longer is taken for dead (its leases expire in time)
+#: Beyond its patience (what it waits out of a frontier outage, as its heartbeat says) and two
+#: heartbeats, a silent worker has stopped: killed, or given up on an unreachable frontier.
+SILENT_AT_MOST = 2 * HEARTBEAT
 HOSTS_COUNTED = 10_000  # hosts counted by status at most (a walk over the frontier's index)
 
 
@@ -154,7 +157,7 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
     elapsed = time.time() - s.started
     out = crawler.out
     logs = (getattr(crawler, "pages", None), getattr(crawler, "ledger", None))
-    files = [str(log.path) for log in logs if log is not None]
+    files = [str(path) for log in logs if log is not None for path in log.paths]  # rolled files too
     if not crawler.shared:
         files.append(str(crawler.frontier_spec))
     if crawler.warc is not None:
@@ -203,7 +206,10 @@ async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict
     queued = await frontier.ready_authorities(now + FOREVER, (), HOSTS_COUNTED)
     ready = await frontier.ready_authorities(now, (), HOSTS_COUNTED)
     parked = await frontier.parked()
-    workers = {worker: _worker(seen, now) for worker, seen in (await frontier.workers()).items()}
+    held = await frontier.held()
+    workers = {
+        worker: _worker(seen, now, held.get(worker, 0)) for worker, seen in (await frontier.workers()).items()
+    }
     oldest = await frontier.oldest_lease()
     coming = await frontier.revisits(now)
     per_visit: dict[str, dict[str, int]] = {}
@@ -243,15 +249,29 @@ async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict
 _BEAT = ("last_seen", "ago")  # what the frontier adds to what a worker said
 
 
-def _worker(seen: dict[str, object], now: float) -> dict[str, object]:
+def _worker(seen: dict[str, object], now: float, leases: int) -> dict[str, object]:
     """A heartbeat as status shows it, whether the frontier keeps what the worker said under
-    ``info`` or beside ``last_seen``; ``ago`` by the frontier's clock where it gives one."""
+    ``info`` or beside ``last_seen``; ``ago`` by the frontier's clock where it gives one.
+
+    ``leases``: what the frontier says it holds now, shown as its ``in_flight`` too: a killed
+    worker's last heartbeat would say what it held when it died, and its leases are none once
+    reclaimed.  ``condition``: alive (heard from lately, not stopped); stopped (it said so, or it
+    has been silent past what it waits out of a frontier outage: killed, or stopped by that
+    outage, whose end it could not report); else silent (waiting out an outage, or stuck)."""
     said = seen.get("info")
     info = dict(said) if isinstance(said, dict) else {k: v for k, v in seen.items() if k not in _BEAT}
     last = float(str(seen["last_seen"]))
     ago = float(str(seen["ago"])) if "ago" in seen else now - last
-    alive = ago <= ALIVE and info.get("state") != "stopped"
-    return {"alive": alive, "last_seen": timestamp(last), "ago": round(ago, 3), **info}
+    said_stopped = info.get("state") == "stopped"
+    alive = ago <= ALIVE and not said_stopped
+    patience = info.get("patience")
+    waits = (
+        float(patience) if isinstance(patience, int | float) and not isinstance(patience, bool) else PATIENCE
+    )
+    condition = "alive" if alive else "stopped" if said_stopped or ago > waits + SILENT_AT_MOST else "silent"
+    info["in_flight"] = leases  # the frontier's word now, not a heartbeat's of up to 5 s (or a death) ago
+    seen_now = {"condition": condition, "leases": leases}
+    return {"alive": alive, "last_seen": timestamp(last), "ago": round(ago, 3), **info, **seen_now}
 
 
 def status_lines(status: dict[str, Any]) -> list[str]:
@@ -285,9 +305,12 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         lines.append(f"  ... and {len(status['parked']) - RECENT} more parked")
     workers = status["workers"]
     alive = sum(1 for w in workers.values() if w["alive"])
-    lines.append(f"workers: {alive} alive, {len(workers) - alive} stopped or silent")
+    stopped = sum(1 for w in workers.values() if w["condition"] == "stopped")
+    lines.append(f"workers: {alive} alive, {stopped} stopped, {len(workers) - alive - stopped} silent")
     for worker, w in workers.items():
-        state = "alive" if w["alive"] else str(w.get("state") if w.get("state") == "stopped" else "silent")
+        state = w["condition"]
+        if state == "stopped" and w.get("state") != "stopped":
+            state = "stopped without a word (killed, or stopped by a frontier outage)"
         lines.append(f"  {worker}  {state}, last heard {w['ago']:.1f} s ago; fetched {w.get('fetched', '?')},"
                      f" requests {w.get('requests', '?')}, in flight {w.get('in_flight', '?')}")  # fmt: skip
     oldest = status["oldest_lease"]

@@ -20,13 +20,21 @@ The ledger (``requests-WORKER.jsonl``, :class:`Ledger`) is the same kind of file
 request, written and flushed *before* the request leaves: a request whose answer never came
 back (its worker killed mid-fetch) is on record all the same, for ``manners crawl audit``.
 It also holds ``lease-lost`` lines (:meth:`Ledger.event`): no request, a lease the worker lost.
+
+Rotation: a crawl that never ends (``--revisit``) must not grow one file for ever, so each log
+is a series, ``NAME.jsonl`` then ``NAME.00001.jsonl``, ``NAME.00002.jsonl``...; :meth:`PageLog.rotate`
+closes the file (fsynced) and starts the next number.  A log opened again (a resumed crawl) goes
+on in the last file of its series.  :func:`log_files` lists a directory's logs in order, each
+series from its first file to its last, for whoever reads them all (``manners crawl audit``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -35,16 +43,77 @@ from ..vocabulary import timestamp
 from .outdir import open_nofollow
 from .urls import authority
 
+#: A log's name: its series' stem and, past the first file, its number (``pages.00002.jsonl``).
+_NAME = re.compile(r"(?P<stem>.+?)(?:\.(?P<number>[0-9]{5,}))?\.jsonl")
+
+
+def series_of(path: Path) -> tuple[str, int]:
+    """A log file's series (the stem, ``pages`` or ``requests-WORKER``) and its number in it (0:
+    the first file, ``NAME.jsonl``)."""
+    found = _NAME.fullmatch(path.name)
+    if found is None:
+        return path.name, 0
+    return found["stem"], int(found["number"] or 0)
+
+
+def numbered(first: Path, number: int) -> Path:
+    """The file ``number`` of the series that ``first`` (``NAME.jsonl``) begins."""
+    stem, _ = series_of(first)
+    return first if number == 0 else first.with_name(f"{stem}.{number:05d}.jsonl")
+
+
+def log_files(directory: Path, patterns: Iterable[str]) -> list[Path]:
+    """The files of ``directory`` matching ``patterns`` (globs), each series in the order it was
+    written, its first file then the numbered ones, so records read in this order are in the
+    order each writer wrote them."""
+    found = {p for pattern in patterns for p in directory.glob(pattern) if p.is_file()}
+    return sorted(found, key=lambda p: (series_of(p), p.name))
+
 
 class PageLog:
-    """Appends records to ``path``, cutting a torn last line first (see the module docstring)."""
+    """Appends records to ``path``, cutting a torn last line first (see the module docstring).
+
+    ``path`` names the series (``NAME.jsonl``); the records go to its last file, ``self.path``,
+    and from :meth:`rotate` on to the next.  ``paths``: the files this log has written to."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        stem, _ = series_of(path)
+        taken = [n for p in path.parent.glob(f"{glob_escape(stem)}.*.jsonl") if (n := _number(p, stem))]
+        self._first = path
+        self._number = max(taken, default=0)
+        self.paths: list[Path] = []
+        self.cut = self._open()  # bytes dropped from a torn last line, for the record
+
+    def _open(self) -> int:
+        path = numbered(self._first, self._number)
         fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         self._out: BinaryIO = os.fdopen(fd, "r+b")  # kept open; closed in close()
-        self.cut = _cut_torn_line(self._out)  # bytes dropped from a torn last line, for the record
+        self.path = path
+        self.paths.append(path)
+        self.size = self._out.seek(0, os.SEEK_END)
+        cut = _cut_torn_line(self._out)
+        self.size -= cut
+        return cut
+
+    def rotate(self) -> Path:
+        """Go on in the next file of the series, the last one closed (fsynced); returns the new
+        file.  OSError when it cannot be made: the records go on in this one.  A file that holds
+        nothing yet is kept on: a rotation never leaves an empty file behind."""
+        if self.size == 0 and not self._out.closed:
+            return self.path
+        done = self._out
+        self._number += 1
+        try:
+            self._open()
+        except OSError:
+            self._number -= 1
+            raise
+        if not done.closed:
+            done.flush()
+            os.fsync(done.fileno())
+            done.close()
+        return self.path
 
     def write(self, record: dict[str, object]) -> None:
         """Append ``record`` as one line and flush it."""
@@ -54,8 +123,10 @@ class PageLog:
             line = ""
         if not line or "\\ud" in line:  # or a surrogate: perhaps a lone one, from bytes not UTF-8
             line = json.dumps(readable(record))
-        self._out.write(line.encode("ascii") + b"\n")
+        data = line.encode("ascii") + b"\n"
+        self._out.write(data)
         self._out.flush()
+        self.size += len(data)
 
     def close(self) -> None:
         if not self._out.closed:
@@ -79,7 +150,11 @@ class Ledger:
     lease's token; null for robots.txt), ``spacing`` (the seconds this worker keeps between
     requests to the authority then; null when unknown) and ``not_before`` (the end, epoch
     seconds, of a wait the server asked for, 44 or Retry-After, that this request is the first
-    of the worker's to honour; else null)."""
+    of the worker's to honour; else null).  A robots line adds ``source``: ``fetched`` (this
+    request fetched it); a robots.txt copy the worker found in the shared cache, fetched by
+    another worker or an earlier run, is written by :meth:`robots_copy` as a robots line with
+    ``source`` ``cache``, the copy's ``fetched_at`` and ``expires_at``: no request was made, but
+    the pages that follow were decided under a file read in time (``manners crawl audit``)."""
 
     def __init__(self, path: Path, worker: str) -> None:
         self.path = path
@@ -96,9 +171,17 @@ class Ledger:
     ) -> None:
         now = time.time()
         line = {"at": timestamp(now), "t": now, "authority": authority(url), "url": url, "kind": kind}
-        self._log.write(
-            {**line, "worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
-        )
+        fields = {"worker": self.worker, "lease": lease, "spacing": spacing, "not_before": not_before}
+        self._log.write({**line, **fields, **({"source": "fetched"} if kind == "robots" else {})})
+
+    @property
+    def paths(self) -> list[Path]:
+        return self._log.paths
+
+    def rotate(self) -> Path:
+        """Go on in the next file of this worker's ledger (``requests-WORKER.00001.jsonl``...)."""
+        self.path = self._log.rotate()
+        return self.path
 
     def event(self, url: str, kind: Literal["lease-lost"], lease: str | None, reason: str) -> None:
         """A line that is no request: ``kind`` ``lease-lost`` when the worker learns that the lease
@@ -112,6 +195,27 @@ class Ledger:
 
     def close(self) -> None:
         self._log.close()
+
+    def robots_copy(self, url: str, auth: str, fetched_at: float, expires_at: float) -> None:
+        """A robots.txt copy (``url``) taken from the cache, not fetched, for the pages of ``auth``:
+        written once per copy, before the first request it allows (see the class docstring)."""
+        now = time.time()
+        self._log.write(
+            {"at": timestamp(now), "t": now, "authority": auth, "url": url, "kind": "robots",
+             "worker": self.worker, "lease": None, "spacing": None, "not_before": None, "source": "cache",
+             "fetched_at": timestamp(fetched_at), "expires_at": timestamp(expires_at)}
+        )  # fmt: skip
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a glob that matches it alone."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _number(path: Path, stem: str) -> int:
+    """``path``'s number in the series ``stem`` (0 when it is not a numbered file of it)."""
+    their_stem, number = series_of(path)
+    return number if their_stem == stem else 0
 
 
 def _cut_torn_line(handle: BinaryIO) -> int:

@@ -535,6 +535,48 @@ local _, owner = cmsgpack.unpack(redis.call('HGET', P .. 'held', first[1]))
 return {first[1], owner, score(tonumber(first[2]) - clock())}
 """
 
+# ARGV: prefix, latest, then authority, url pairs (revisits due after ``latest``, as ``revisit``
+# listed them).  Each still queued and due later is due at ``latest``; any other leaves ``revisit``
+# or is scored anew (an index that drifted), so a caller listing again finds each URL at most once.
+# Returns how many moved.
+_CAP_DUE = """
+local latest, touched, n = tonumber(ARGV[2]), {}, 0
+for j = 3, #ARGV, 2 do
+  local a, url = ARGV[j], ARGV[j + 1]
+  local r = load(a, url)
+  if r and r[1] == QUEUED and r[9] > 0 then
+    if r[5] > latest then
+      redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
+      r[5] = latest
+      enqueue(a, url, r)
+      touched[a] = true
+      n = n + 1
+    else
+      redis.call('ZADD', P .. 'revisit', score(r[5]), url)
+    end
+  else
+    redis.call('ZREM', P .. 'revisit', url)
+  end
+end
+for a in pairs(touched) do refresh(a) end
+return n
+"""
+
+# ARGV: prefix.  The shard's leases held, by owner: owner, n, owner, n, ...
+_HELD = """
+local n = {}
+for _, held in ipairs(redis.call('HVALS', P .. 'held')) do
+  local _, owner = cmsgpack.unpack(held)
+  n[owner] = (n[owner] or 0) + 1
+end
+local flat = {}
+for owner, count in pairs(n) do
+  flat[#flat + 1] = owner
+  flat[#flat + 1] = count
+end
+return flat
+"""
+
 # KEYS[1] the workers hash; ARGV: worker, info (JSON), seconds a silent worker is kept.
 _HEARTBEAT = """
 local t = redis.call('TIME')
@@ -597,6 +639,7 @@ class RedisFrontier:
         self._requeue, self._park, self._parked = shard(_REQUEUE), shard(_PARK), shard(_PARKED)
         self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
         self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
+        self._held = shard(_HELD)
         self._revisit_settled, self._revisits = shard(_REVISIT_SETTLED), shard(_REVISITS)
         self._claim_held = shard(_CLAIM_HELD)
 
@@ -766,6 +809,14 @@ class RedisFrontier:
             return None
         url, owner, left = min(found, key=lambda got: float(got[2]))
         return {"url": url, "owner": owner, "expires_in": float(left)}
+
+    async def held(self) -> dict[str, int]:
+        """Leases held now, by owner, fleet-wide (the sum of each shard's)."""
+        found: dict[str, int] = {}
+        for flat in await self._each_shard(self._held):
+            for owner, n in _pairs(flat):
+                found[str(owner)] = found.get(str(owner), 0) + int(n)
+        return found
 
     # -- authorities --------------------------------------------------------------------------
 
@@ -1022,6 +1073,27 @@ class RedisFrontier:
         with _failures(self.location):
             return call()
 
+    async def cap_due(self, latest: float) -> int:
+        """Revisits due after ``latest`` brought forward to it, a batch of each shard's ``revisit``
+        index at a time (the script checks each URL again, atomically); how many moved."""
+        script = self._redis.register_script(_LIB + _CAP_DUE)
+
+        async def shard(k: int) -> int:
+            moved = 0
+            while True:
+                late = await self._call(
+                    self._redis.zrangebyscore(self._prefixes[k] + "revisit", f"({latest!r}", "+inf", 0, 500)
+                )
+                if not late:
+                    return moved
+                pairs = [x for url in late for x in (self._authority_of(_text(url)), _text(url))]
+                moved += int(await self._run(script, k, repr(latest), *pairs))
+
+        async def walk() -> int:
+            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
+
+        return await self._ordered({_ALL}, walk)
+
 
 def _visit_args(visit: Visit | None) -> list[object]:
     """A visit as ``_SETTLE`` takes it (7 arguments, the lease's token apart; number 0 for none)."""
@@ -1034,6 +1106,11 @@ def _visit_args(visit: Visit | None) -> list[object]:
     changed = "" if visit.changed is None else str(int(visit.changed))
     return [visit.number, opt(visit.due), opt(visit.interval), visit.digest or "", opt(visit.capture_at),
             visit.misses, changed]  # fmt: skip
+
+
+def _text(value: object) -> str:
+    """A member as redis-py gives it (bytes, or str with decode_responses)."""
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
 
 def _float(value: object) -> float | None:

@@ -17,7 +17,7 @@ readable (only the torn last member is lost).  A file is always fsynced when it 
 ``close()`` or when it reaches ``max_size``, so a crawl that ends survives a power cut too.
 A writer always starts a new file, ``<prefix>-<UTC timestamp>-<serial>.warc.gz``, so a resumed
 crawl never appends to a file that may end in a torn record; it moves to the next serial once a
-file reaches ``max_size``.
+file reaches ``max_size`` (``manners crawl --warc-size``), or when told to (``rotate``, on SIGHUP).
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ class WarcWriter:
         self._file: BinaryIO | None = None
         self._writer: WARCWriter | None = None
         self.paths: list[Path] = []
+        self.rolled = 0  # files closed because they reached max_size (the crawler rolls its logs with them)
         directory.mkdir(parents=True, exist_ok=True)
 
     def write(
@@ -86,14 +87,17 @@ class WarcWriter:
         scheme: Literal["gemini", "gopher"],
         fetched_at: float,
         ip: str | None = None,
+        record_id: str | None = None,
     ) -> str:
         """Write the request and response records of ``url`` and make them durable.
 
         Returns the response record's WARC-Record-ID, for records that refer to it
-        (:meth:`write_metadata`, :meth:`write_revisit`)."""
+        (:meth:`write_metadata`, :meth:`write_revisit`): ``record_id`` when given (a
+        revisiting crawl's :func:`capture_id`), else a new random one."""
         return self._pair(
-            url, request, scheme, fetched_at, ip, "response", CONTENT_TYPES[scheme][1], response, []
-        )
+            url, request, scheme, fetched_at, ip, "response", CONTENT_TYPES[scheme][1], response, [],
+            answer_id=record_id,
+        )  # fmt: skip
 
     def write_revisit(
         self,
@@ -161,6 +165,10 @@ class WarcWriter:
     def close(self) -> None:
         self._finish()
 
+    def rotate(self) -> None:
+        """Close the current file (fsynced), if any: the next record starts a new one (SIGHUP)."""
+        self._finish()
+
     def _pair(
         self,
         url: str,
@@ -173,11 +181,12 @@ class WarcWriter:
         block: bytes,
         links: list[tuple[str, str]],
         payload: str | None = None,
+        answer_id: str | None = None,
     ) -> str:
         """A request record and the ``kind`` record of its answer, each WARC-Concurrent-To the
-        other, made durable; returns the answer's WARC-Record-ID."""
+        other, made durable; returns the answer's WARC-Record-ID (``answer_id``, else a new one)."""
         out, writer = self._open()
-        request_id, answer_id = _record_id(), _record_id()
+        request_id, answer_id = _record_id(), answer_id or _record_id()
         _write_record(writer, "request", request_id, url, fetched_at, ip, [("WARC-Concurrent-To", answer_id)],
                       CONTENT_TYPES[scheme][0], request)  # fmt: skip
         links = [("WARC-Concurrent-To", request_id), *links]
@@ -219,6 +228,7 @@ class WarcWriter:
         self._sync(out)
         if out.tell() >= self.max_size:
             self._finish()
+            self.rolled += 1
 
     def _sync(self, out: BinaryIO) -> None:
         out.flush()
@@ -239,6 +249,17 @@ def digest(data: bytes) -> str:
     A response's is what a revisiting crawl compares to tell an unchanged page (the same
     digest, so a revisit record can stand for it) from a changed one."""
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def capture_id(url: str, fetched_at: float, payload: str) -> str:
+    """The WARC-Record-ID of the response record of ``url`` fetched at ``fetched_at`` with the
+    payload digest ``payload`` (:func:`digest`), derived from the three (a name-based UUID).
+
+    A revisiting crawl keeps a capture's URL, time and digest in its frontier, not the id of the
+    record that holds it: so the id is made from them, and any later run, or another worker of a
+    fleet, finds it again for the WARC-Refers-To of a revisit record without reading the WARCs.
+    No two captures share all three, so the id is as unique as a random one."""
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{url} {fetched_at!r} {payload}')}>"
 
 
 def _iso_date(at: float) -> str:
