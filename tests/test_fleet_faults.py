@@ -28,6 +28,7 @@ from typing import Any
 import redis
 
 import smallnet_site as sn
+from manners.crawl.audit import audit
 from servers import redis_durable
 from test_fleet import (
     ENV,
@@ -132,6 +133,11 @@ def test_a_worker_stopped_past_its_lease_sends_nothing_stale_on_waking(tmp_path:
         requested_once(run, expect, allowed_twice=twice)
         assert too_close(run) == POLITE
 
+    report = audit(dirs)  # the repeats, as the ledgers and pages files say: in flight, allowed
+    assert report.violations == 0, [d.why() for d in report.duplicates if d.violation]
+    slow = set(expect.slow_down)
+    repeats = [d for d in report.duplicates if d.url not in slow]
+    assert all(d.in_flight for d in repeats), [d.why() for d in repeats]
     lost = lease_lost(dirs[0])
     assert lost and all(line["worker"] == procs_worker(dirs[0]) for line in lost)
     assert all(line["lease"] and line["reason"] for line in lost)
@@ -205,6 +211,8 @@ def test_redis_away_longer_than_the_lease_the_workers_stop_and_what_they_fetched
         requested_once(run, expect, allowed_twice=twice)
         assert too_close(run) == POLITE
 
+    report = audit(dirs)
+    assert report.violations == 0, [d.why() for d in report.duplicates if d.violation]
     fetched_then = {u: d for d in dirs[:2] for u in unsettled(d)}
     hole_pages = [u for u in fetched_then if u.startswith(hole_auth)]
     assert hole_pages, [pages(d) for d in dirs[:2]]
