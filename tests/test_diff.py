@@ -528,3 +528,128 @@ def test_text_from_the_files_is_escaped(tmp_path: Path, env: dict[str, str]) -> 
     assert (
         data["groups"][0]["rules"][0]["old"]["rule"] == "Disallow: /\x1b]0;pwned\x07"
     )  # exact, as JSON escapes
+
+
+# -- issue 31: the google profile against fast-robotstxt, and groups split in two ----------------
+
+
+def google_flips(old_body: str, new_body: str, urls: list[str]) -> set[str]:
+    """The URLs whose verdict for '*' flips, as fast-robotstxt 1.1.0 answers."""
+    matcher = robotstxt.RobotsMatcher()
+    return {u for u in urls if matcher.is_allowed(old_body, "*", u) != matcher.is_allowed(new_body, "*", u)}
+
+
+@pytest.mark.parametrize("rule", ["/café", "/caf%c3%a9"])
+def test_google_samples_a_rule_s_own_path_as_it_matches_it(rule: str) -> None:
+    """Without URLs, each rule's own path is asked spelled as the google profile spells the
+    rule (Google's robots.cc compares a URL as given: a raw '/café' is not the '/caf%C3%A9'
+    that ``Disallow: /café`` matches), so removing the rule flips it, as fast-robotstxt says."""
+    old_body, new_body = f"User-agent: *\nDisallow: {rule}\nDisallow: /x\n", "User-agent: *\nDisallow: /x\n"
+    d = diff(manners.parse(old_body), manners.parse(new_body), profiles=["google"])
+    assert d.urls == ("/caf%C3%A9", "/x")
+    assert {f.url for f in d.flips} == {"/caf%C3%A9"}
+    assert google_flips(old_body, new_body, [f"https://h{u}" for u in d.urls]) == {"https://h/caf%C3%A9"}
+    assert d.notes == ()  # fast-robotstxt reads every URL asked as the google profile does
+    # other profiles sample it as written: RFC 9309 encodes it itself
+    assert diff(manners.parse(old_body), manners.parse(new_body)).urls[0] == rule
+
+
+SPELLED = [
+    # (old rule, URL asked): the google profile (robots.cc) and fast-robotstxt 1.1.0 answer apart
+    ("/~user", "https://h/%7Euser", "escape"),
+    ("/%7Euser", "https://h/~user", "escaped-rule"),
+    ("/café", "https://h/café", "non-ascii"),
+    ("/page?", "https://h/page?", "empty-query"),
+]
+
+
+@pytest.mark.parametrize(("rule", "url", "why"), SPELLED)
+def test_where_google_s_robots_cc_and_fast_robotstxt_differ_diff_says_so(
+    rule: str, url: str, why: str
+) -> None:
+    """``/%7Euser`` against ``/~user``, a raw ``/café`` and a trailing empty ``?``: the google
+    profile keeps Google's robots.cc reading (its conformance suite, which fast-robotstxt
+    fails, expects ``%62%61%7A`` not to be ``baz`` and a raw ``ツ`` not to match), so diff
+    answers as robots.cc does, and says, naming the URL or rule, that the binding would not."""
+    from manners.admin.diff import SPELLINGS
+
+    old_body, new_body = f"User-agent: *\nDisallow: {rule}\n", "User-agent: *\n"
+    d = diff(manners.parse(old_body), manners.parse(new_body), [url], profiles=["google"])
+    ours = {f.url for f in d.flips}
+    assert ours != google_flips(old_body, new_body, [url])  # the difference is real
+    # robots.cc compares as given: the rule flips exactly the URL spelled as it is
+    assert ours == ({url} if why == "empty-query" else set())
+    (note,) = d.notes
+    assert note.startswith(f"under google, {SPELLINGS[why]}: ")
+    assert note.endswith("old line 2: Disallow: /%7Euser" if why == "escaped-rule" else url)
+    # the same URLs under rfc9309: no note (the notes are about the google profile's reading)
+    assert diff(manners.parse(old_body), manners.parse(new_body), [url]).notes == ()
+
+
+def test_the_command_prints_where_google_s_parser_would_answer_otherwise(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    old, new = tmp_path / "old.txt", tmp_path / "new.txt"
+    old.write_text("User-agent: *\nDisallow: /%7Euser\nDisallow: /café\nDisallow: /page?\n")
+    new.write_text("User-agent: *\n")
+    urls = ["https://h/~user", "https://h/café", "https://h/page?"]
+    p = run("diff", str(old), str(new), *urls, "--profile", "google", env=env)
+    assert p.returncode == 1, p.stderr
+    notes = [ln for ln in p.stdout.splitlines() if ln.startswith("note: under google, ")]
+    assert len(notes) == 3 and "https://h/caf\\xc3\\xa9" not in p.stdout
+    assert any(n.endswith(": https://h/café") and "octets beyond ASCII" in n for n in notes)
+    data = json.loads(run("diff", str(old), str(new), *urls, "--profile", "google", "--json", env=env).stdout)
+    agrees("manners diff", data)
+    assert data["notes"] == [n.removeprefix("note: ") for n in notes]
+
+
+SPLIT_OLD = "User-agent: *\nDisallow: /a\nDisallow: /b\n\nUser-agent: bot\nDisallow: /c\n"
+SPLIT_NEW = "User-agent: *\nDisallow: /a\n\nUser-agent: bot\nDisallow: /c\n\nUser-agent: *\nDisallow: /b\n"
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "google", "gemini", "gemini-targeted", "gopher"])
+def test_one_group_split_in_two_for_the_same_agent_is_no_change(profile: str) -> None:
+    """Every profile but 1994's combines the groups for the same agents, so splitting one
+    ``User-agent: *`` group in two changes nothing, and diff says so (as Google's parser
+    answers: the same for every URL)."""
+    d = diff(manners.parse(SPLIT_OLD), manners.parse(SPLIT_NEW), agents=["x"], profiles=[profile])
+    assert d.groups == () and d.flips == ()
+    assert google_flips(SPLIT_OLD, SPLIT_NEW, [f"https://h{u}" for u in ("/a", "/b", "/c", "/")]) == set()
+    # a real change in a split group: only it is shown, with each part's lines
+    added = SPLIT_NEW + "Disallow: /d\n"
+    (change,) = diff(manners.parse(SPLIT_OLD), manners.parse(added), profiles=[profile]).groups
+    assert change.old == GroupSide((1, 4), ("*",), ())
+    assert change.new == GroupSide((1, 9), ("*",), (), ((1, 3), (7, 9)))
+    assert change.rules == (RuleChange("added", None, RuleSide(9, "Disallow: /d")),)
+
+
+def test_a_group_for_two_agents_split_in_one_for_each_is_no_change() -> None:
+    old = manners.parse("User-agent: a\nUser-agent: b\nDisallow: /x\n")
+    new = manners.parse("User-agent: a\nDisallow: /x\n\nUser-agent: b\nDisallow: /x\n")
+    assert diff(old, new).groups == ()
+    # a group with no rules for an agent that had none is a change: it no longer obeys '*'
+    old = manners.parse("User-agent: *\nDisallow: /x\n")
+    new = manners.parse("User-agent: *\nDisallow: /x\n\nUser-agent: a\n")
+    assert [g.change for g in diff(old, new).groups] == ["added"]
+
+
+def test_under_1994_the_second_record_is_not_read_so_a_split_is_a_change() -> None:
+    d = diff(manners.parse(SPLIT_OLD), manners.parse(SPLIT_NEW), ["/b"], profiles=["1994"])
+    assert [f.url for f in d.flips] == ["/b"] and len(d.groups) == 2
+
+
+def test_the_command_shows_no_change_for_a_split_and_the_parts_of_a_changed_one(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    old, new = tmp_path / "old.txt", tmp_path / "new.txt"
+    old.write_text(SPLIT_OLD)
+    new.write_text(SPLIT_NEW)
+    p = run("diff", str(old), str(new), env=env)
+    assert p.returncode == 0 and "no group or rule changed" in p.stdout and " - old line" not in p.stdout
+    new.write_text(SPLIT_NEW + "Disallow: /d\n")
+    p = run("diff", str(old), str(new), env=env)
+    shown = "  changed  User-agent: *  (old lines 1-4, new lines 1-3 and 7-9)\n"
+    assert shown + "      + new line 9: Disallow: /d\n" in p.stdout
+    data = json.loads(run("diff", str(old), str(new), "--json", env=env).stdout)
+    agrees("manners diff", data)
+    assert data["groups"][0]["new"]["parts"] == [[1, 3], [7, 9]] and data["groups"][0]["old"]["parts"] == []

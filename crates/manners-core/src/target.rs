@@ -187,6 +187,12 @@ fn with_slash(path: &[u8]) -> Cow<'_, [u8]> {
 }
 
 /// Google's GetPathParamsQuery, byte for byte.
+///
+/// The URL is taken as given, as `robots.cc` takes it: escapes are not decoded (`/%7Euser`
+/// is not `/~user`), octets beyond ASCII are not encoded (the caller %-encodes a URL), and an
+/// empty query is kept (`/page?`), as Google's conformance suite (non-ascii-paths) expects.
+/// Its PyPI binding, fast-robotstxt 1.1.0, parses the URL with ada and decodes escapes when
+/// matching, and reads those three otherwise: `manners diff` says where (admin/diff.py).
 pub fn google_path(url: &[u8]) -> Cow<'_, [u8]> {
     let search_start = if url.starts_with(b"//") { 2 } else { 0 };
     let early_path = find_from(url, search_start, |b| matches!(b, b'/' | b'?' | b';'));

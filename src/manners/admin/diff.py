@@ -18,6 +18,7 @@ The API (stable; every value is immutable)::
             who.agent, who.roles
     d.counts                      # AgentCount(agent, urls, allowed, disallowed), one per agent asked
     d.groups                      # GroupChange(change, old: GroupSide|None, new: GroupSide|None, rules)
+    d.notes                       # sentences: where Google's PyPI binding would read a URL otherwise
     d.cells()                     # (url, agent, roles, profile, old, new), one per robot that flips
 
 ``diff(old, new, urls=None, *, agents=(), roles=(), profiles=(), default_profile="rfc9309")``:
@@ -34,8 +35,10 @@ The API (stable; every value is immutable)::
   a text that is no URL is a path, read from the root when it does not start with '/'
   (``1/secret`` is ``/1/secret``), except by the gopher profile, which reads it as a selector.
 * **which URLs**: ``urls``, or when it is None each rule's own path in either file (as
-  ``manners explain`` samples them).  Check what a user typed first, as the command does
-  (``manners.cli.check_target``): ``example.org/x`` would be the path ``/example.org/x``.
+  ``manners explain`` samples them; under google spelled as the google profile spells the
+  rule, ``/café`` as ``/caf%C3%A9``, since Google's robots.cc compares a URL as given).
+  Check what a user typed first, as the command does (``manners.cli.check_target``):
+  ``example.org/x`` would be the path ``/example.org/x``.
 * **what flips**: ``allowed`` differs between the two files.  A deciding line that moved
   while the verdict stayed is no flip.  Robots (and roles) that decide alike are grouped in
   one :class:`Flip` per URL and pair of decisions.
@@ -44,7 +47,15 @@ The API (stable; every value is immutable)::
   their agents, then a group with the same rules (a rename), then one that shares an agent;
   the rest are added or removed.  Rules are matched by kind and value; the same value with
   another kind (Allow to Disallow) is one changed rule.  A group whose lines moved but whose
-  agents and rules did not is no change.
+  agents and rules did not is no change.  Groups for the same agents are one group
+  (``GroupSide.parts``: each one's lines), as every profile but 1994's combines them, and a
+  change that leaves every agent it names with the same rules is none: one ``User-agent: *``
+  group split in two changes nothing.
+* **notes**: where the google profile (Google's robots.cc, as given) reads a URL asked, or a
+  rule changed, otherwise than fast-robotstxt 1.1.0 (Google's parser as its PyPI binding
+  ships it, which decodes escapes and parses URLs with ada): a sentence per way (SPELLINGS),
+  naming the URLs or rules.  Matching the binding there would fail Google's own conformance
+  suite (non-ascii-paths), which the google profile passes.
 
 A file that could not be read stands in as what robots make of it
 (:func:`manners.robots.verdict`: everything allowed or disallowed) and is compared as that.
@@ -63,14 +74,16 @@ The tests check the result against asking every robot about every target.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ne
 from typing import Literal, NamedTuple
 
+from .._core import google_escape, google_path
 from ..cli import ROLES, as_read_by, is_url, sample_paths
 from ..profiles import get_profile, profile_for
 from ..robots import Decision, Group, RobotsTxt, parse
@@ -142,11 +155,22 @@ class RuleChange:
 
 @dataclass(frozen=True, slots=True)
 class GroupSide:
-    """A group as one file has it.  No agents at all: the rules before any User-agent line."""
+    """A group as one file has it.  No agents at all: the rules before any User-agent line.
+
+    Groups for the same agents are one group to every profile but 1994's (RFC 9309 §2.2.1:
+    their rules are combined), so they are compared as one: ``parts`` then holds each
+    group's first and last line, and ``lines`` the first of the first and the last of the last."""
 
     lines: tuple[int, int]  # its first and last line
     user_agents: tuple[str, ...]  # as written
     virtual_agents: tuple[str, ...]
+    parts: tuple[tuple[int, int], ...] = ()  # each group's lines, when the file splits it
+
+    def spans(self) -> str:
+        """Its lines for people: '1-4', or '1-3 and 7-8' for a group the file splits."""
+        parts = self.parts or (self.lines,)
+        text = [f"{a}-{b}" for a, b in parts]
+        return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
 
     def named(self) -> str:
         """Its agent lines as the file has them, in one line (``manners diff``, ``serve``)."""
@@ -179,6 +203,8 @@ class Diff:
     flips: tuple[Flip, ...]  # by URL (in order), then profile
     counts: tuple[AgentCount, ...]  # one per agent asked, in the order of ``agents``
     groups: tuple[GroupChange, ...]  # in the order of the files
+    # where the google profile's reading of a target asked is not fast-robotstxt 1.1.0's: a sentence each
+    notes: tuple[str, ...] = ()
 
     @property
     def flipped(self) -> bool:
@@ -256,9 +282,92 @@ class _Side:
 # -- diff ------------------------------------------------------------------------------------
 
 
-def default_targets(old: RobotsTxt, new: RobotsTxt) -> list[str]:
-    """Each rule's own path in either file, as ``manners explain`` samples one file."""
-    return list(dict.fromkeys([*sample_paths(old), *sample_paths(new)]))
+def default_targets(old: RobotsTxt, new: RobotsTxt, profile: str = "rfc9309") -> list[str]:
+    """Each rule's own path in either file, as ``manners explain`` samples one file, spelled as
+    ``profile`` spells patterns: under google %-encoded (octets >= 0x80 escaped, hex upper-cased),
+    since Google's robots.cc matches a URL as given, and ``/café`` as a URL is not the
+    ``/caf%C3%A9`` that ``Disallow: /café`` matches (Google's conformance suite, non-ascii-paths)."""
+    paths = [*sample_paths(old), *sample_paths(new)]
+    if get_profile(profile).target == "google":
+        paths = list(map(google_escape, paths))
+    return list(dict.fromkeys(paths))
+
+
+# -- where Google's robots.cc and its PyPI binding read a URL apart ----------------------------
+
+#: an escape the google profile compares as written where the binding decodes it: of an ASCII
+#: octet (which a rule or URL may write unescaped), or in lower-case hex in a URL (a rule's is
+#: upper-cased; ``%C3%A9`` is how the google profile spells ``é`` in a rule, and matches alike)
+_ASCII_ESCAPE = re.compile(r"%[0-7][0-9A-Fa-f]")
+_LOWER_ESCAPE = re.compile(r"%(?:[a-f][0-9A-Fa-f]|[0-9A-F][a-f])")
+
+#: Each way the google profile (Google's robots.cc, whose conformance suite it passes) reads a
+#: target apart from fast-robotstxt 1.1.0 (Google's parser as its PyPI binding ships it, which
+#: the tests ask): that binding parses a URL with ada (WHATWG) and decodes every %-escape when
+#: matching.  robots.cc expects the caller to %-encode a URL and compares it as given; its own
+#: suite expects ``/foo/bar/%62%61%7A`` not to be ``/foo/bar/baz`` and a raw ``ツ`` in a URL not
+#: to match ``Allow: /foo/bar/ツ``, which the binding fails.  So the google profile keeps
+#: robots.cc's reading, and diff says where the binding would answer otherwise.
+SPELLINGS = {
+    "escape": "%-escapes are compared as written, as Google's robots.cc compares them"
+    " (/%7Euser is not /~user, %c3 is not %C3 in a URL); fast-robotstxt 1.1.0 and RFC 9309"
+    " (--profile rfc9309) decode them first",
+    "non-ascii": "octets beyond ASCII are compared as given: Google's robots.cc expects the caller"
+    " to %-encode a URL (/café is not the /caf%C3%A9 that Disallow: /café matches);"
+    " fast-robotstxt 1.1.0 and RFC 9309 (--profile rfc9309) encode them first",
+    "escaped-rule": "a rule's %-escapes match only the same escapes in a URL, as in Google's"
+    " robots.cc (Disallow: /%7Euser does not match /~user); fast-robotstxt 1.1.0 and RFC 9309"
+    " (--profile rfc9309) decode both first",
+    "empty-query": "an empty query is kept, as Google's robots.cc keeps it (/page? is matched"
+    " by Disallow: /page?); fast-robotstxt 1.1.0 drops it from a URL (ada's search is empty)",
+    "backslash": "a backslash is kept, as Google's robots.cc keeps it; fast-robotstxt 1.1.0 reads"
+    " it as '/' in an http(s) URL",
+}
+
+
+def google_spelling(target: str) -> tuple[str, ...]:
+    """How the google profile reads ``target`` apart from fast-robotstxt 1.1.0: the keys of
+    SPELLINGS that apply, none when both read it alike (a bare path is taken as given by both,
+    but for its escapes and octets beyond ASCII, which the binding decodes when matching)."""
+    url = is_url(target)
+    path = google_path(target) if url else target.split("#", 1)[0]
+    found = []
+    if _ASCII_ESCAPE.search(path) or _LOWER_ESCAPE.search(path):
+        found.append("escape")
+    if not path.isascii():
+        found.append("non-ascii")
+    if url and path.find("?") == len(path) - 1:
+        found.append("empty-query")
+    if url and target[:5].lower() in ("http:", "https") and "\\" in path.split("?", 1)[0]:
+        found.append("backslash")
+    return tuple(found)
+
+
+def _notes(
+    targets: Sequence[str], batches: dict[str, list[int]], groups: Sequence[GroupChange]
+) -> tuple[str, ...]:
+    """A sentence for each way a target asked under google, or a rule changed with a
+    %-escape, is read apart from fast-robotstxt 1.1.0."""
+    google = [name for name in batches if get_profile(name).target == "google"]
+    found: dict[str, list[str]] = {}
+    for name in google:
+        for n in batches[name]:
+            for key in google_spelling(targets[n]):
+                found.setdefault(key, []).append(targets[n])
+    if google:
+        for g in groups:
+            for r in g.rules:
+                for label, side in (("old", r.old), ("new", r.new)):
+                    if side is not None and _ASCII_ESCAPE.search(side.rule):
+                        said = f"{label} line {side.line}: {side.rule}"
+                        found.setdefault("escaped-rule", []).append(said)
+    out = []
+    for key, sentence in SPELLINGS.items():
+        urls = list(dict.fromkeys(found.get(key, [])))
+        if urls:
+            some = ", ".join(urls[:3]) + (f" and {len(urls) - 3:,} more" if len(urls) > 3 else "")
+            out.append(f"under google, {sentence}: {some}")
+    return tuple(out)
 
 
 def diff(
@@ -274,9 +383,10 @@ def diff(
     """Every URL whose verdict flips from ``old`` to ``new``, for which robots, under which
     profile, with the deciding line on both sides; and the groups and rules that changed.
     See the module's docstring for who is asked, under which profile, and about what."""
-    targets = list(dict.fromkeys(default_targets(old, new) if urls is None else urls))
     asked_profiles = [get_profile(p).name for p in profiles]
     default_profile = get_profile(default_profile).name
+    spelled = (asked_profiles or [default_profile])[0]
+    targets = list(dict.fromkeys(default_targets(old, new, spelled) if urls is None else urls))
     # each target, under each profile it is asked under
     batches: dict[str, list[int]] = {}
     for n, url in enumerate(targets):
@@ -310,6 +420,7 @@ def diff(
             robots = shared[id(who)] = tuple(who)
         by_url[n].append(Flip(targets[n], p, o, w, robots))
     flips = tuple(f for at in by_url for f in at)
+    groups = _group_changes(old, new, reading, old_rules, new_rules)
     return Diff(
         urls=tuple(targets),
         agents=tuple(named),
@@ -318,7 +429,8 @@ def diff(
         profile=reading,
         flips=flips,
         counts=_counts(named, flips),
-        groups=_group_changes(old, new, reading, old_rules, new_rules),
+        groups=groups,
+        notes=_notes(targets, batches, groups),
     )
 
 
@@ -464,7 +576,10 @@ class _Group(NamedTuple):
 
 
 def _groups_of(robots: RobotsTxt, profile: str, rules: _Rules) -> list[_Group]:
-    """The file's groups under ``profile``, and before them the rules before any group."""
+    """The file's groups under ``profile``, and before them the rules before any group.
+
+    Groups for the same agents are one (see GroupSide), placed where the first of them is,
+    except under 1994's reading, where a robot obeys the first record that names it."""
     groups: list[Group] = robots.groups(profile) if type(robots) is RobotsTxt else []
     starts = [g.lines[0] for g in groups]
     out: list[_Group] = []
@@ -472,12 +587,40 @@ def _groups_of(robots: RobotsTxt, profile: str, rules: _Rules) -> list[_Group]:
     if before:
         side = GroupSide((before[0][0], before[-1][0]), (), ())
         out.append(_Group(side, (frozenset(), frozenset()), before, _content(before)))
+    merges = _merges(profile)
+    alike: dict[object, list[tuple[Group, list[tuple[int, str, str, str]]]]] = {}
     for n, g in enumerate(groups):
         end = starts[n + 1] - 1 if n + 1 < len(starts) else 1 << 62
-        mine = rules.between(g.lines[0], end)
-        side = GroupSide(g.lines, tuple(v for _, v in g.agents), tuple(v for _, v in g.virtual))
-        out.append(_Group(side, (g.names, g.virtual_names), mine, _content(mine)))
+        key: object = (g.names, g.virtual_names) if merges else n
+        alike.setdefault(key, []).append((g, rules.between(g.lines[0], end)))
+    for parts in alike.values():
+        first = parts[0][0]
+        mine = [r for _, some in parts for r in some]
+        if len(parts) == 1:
+            agents = tuple(v for _, v in first.agents)
+            side = GroupSide(first.lines, agents, tuple(v for _, v in first.virtual))
+        else:
+            side = GroupSide(
+                (first.lines[0], parts[-1][0].lines[1]),
+                _once(v for g, _ in parts for _, v in g.agents),
+                _once(v for g, _ in parts for _, v in g.virtual),
+                tuple(g.lines for g, _ in parts),
+            )
+        out.append(_Group(side, (first.names, first.virtual_names), mine, _content(mine)))
     return out
+
+
+def _merges(profile: str) -> bool:
+    """Does ``profile`` combine the rules of groups for the same agents (all but 1994's)?"""
+    return get_profile(profile).records == "groups"
+
+
+def _once(names: Iterable[str]) -> tuple[str, ...]:
+    """Each agent once, as first written (a robot matches names whatever their case)."""
+    out: dict[str, str] = {}
+    for name in names:
+        out.setdefault(name.lower(), name)
+    return tuple(out.values())
 
 
 def _content(rules: list[tuple[int, str, str, str]]) -> tuple[tuple[str, str], ...]:
@@ -504,7 +647,10 @@ def _group_changes(
                 pairs[i] = j
                 free.remove(j)
     changes: list[tuple[int, GroupChange]] = []
+    no_effect = _same_effect(before, after) if _merges(profile) else (lambda *_: False)
     for i, g in enumerate(before):
+        if no_effect(g, after[pairs[i]] if i in pairs else None):
+            continue
         if i not in pairs:
             gone = tuple(RuleChange("removed", RuleSide(n, rule), None) for n, _, rule, _ in g.rules)
             changes.append((g.side.lines[0], GroupChange("removed", g.side, None, gone)))
@@ -515,9 +661,38 @@ def _group_changes(
             changes.append((h.side.lines[0], GroupChange("changed", g.side, h.side, ruled)))
     for j in free:
         h = after[j]
+        if no_effect(None, h):
+            continue
         added = tuple(RuleChange("added", None, RuleSide(n, rule)) for n, _, rule, _ in h.rules)
         changes.append((h.side.lines[0], GroupChange("added", None, h.side, added)))
     return tuple(c for _, c in sorted(changes, key=lambda item: item[0]))
+
+
+def _same_effect(before: list[_Group], after: list[_Group]) -> Callable[[_Group | None, _Group | None], bool]:
+    """Whether a change between two groups (either None: added or removed) changes nothing a
+    robot obeys: every agent either names gets the same rules from all the groups that name
+    it in OLD as in NEW (``Disallow: /b`` moved to another ``User-agent: *`` group, or a
+    group for two agents split into one for each).  Under a profile that merges groups."""
+
+    def effect(groups: list[_Group]) -> dict[tuple[int, str], frozenset[tuple[str, str]]]:
+        out: dict[tuple[int, str], set[tuple[str, str]]] = {}
+        for g in groups:
+            for kind, names in enumerate(g.key):
+                for name in names:
+                    out.setdefault((kind, name), set()).update(g.content)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    old, new = effect(before), effect(after)
+
+    def same(a: _Group | None, b: _Group | None) -> bool:
+        sides = [g for g in (a, b) if g is not None]
+        if not all(_named(g) for g in sides):
+            return False  # the rules before any group: compared as they are
+        agents = {(kind, name) for g in sides for kind, names in enumerate(g.key) for name in names}
+        # no group for an agent (it obeys '*') is not a group without rules (it obeys none)
+        return all(old.get(k) == new.get(k) for k in agents)
+
+    return same
 
 
 def _same_agents(a: _Group, b: _Group) -> bool:

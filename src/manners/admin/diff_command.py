@@ -259,6 +259,7 @@ def as_json(d: Diff, old: Source, new: Source) -> dict[str, Any]:
         ],
         "flips": _flips_json(d.flips),
         "groups": [_group_json(g) for g in d.groups],
+        "notes": list(d.notes),
     }
 
 
@@ -296,7 +297,7 @@ def _group_json(g: GroupChange) -> dict[str, Any]:
         if s is None:
             return None
         agents = {"user_agents": list(s.user_agents), "virtual_agents": list(s.virtual_agents)}
-        return {"lines": list(s.lines), **agents}
+        return {"lines": list(s.lines), **agents, "parts": [list(part) for part in s.parts]}
 
     def rule(r: RuleChange) -> dict[str, Any]:
         return {
@@ -362,6 +363,7 @@ def show(out: Out, d: Diff, old: Source, new: Source, *, given: bool) -> None:
     else:
         asked = f"{_n(len(d.urls), 'URL')}, {_n(len(d.agents), 'agent')}"
         text.append((f"no verdict flips: {asked}", "bold green"))
+    text += [(f"note: {note}", "dim") for note in d.notes]
     emit(out, text)
 
 
@@ -389,9 +391,7 @@ def _group_lines(g: GroupChange) -> list[tuple[str, str]]:
     names = [s.named() for s in sides]
     who = names[0] if len(set(names)) == 1 else f"{names[0]} -> {names[1]}"
     lines = ", ".join(
-        f"{label} lines {s.lines[0]}-{s.lines[1]}"
-        for label, s in (("old", g.old), ("new", g.new))
-        if s is not None
+        f"{label} lines {s.spans()}" for label, s in (("old", g.old), ("new", g.new)) if s is not None
     )
     style = {"added": "green", "removed": "red", "changed": "yellow"}[g.change]
     out = [(f"  {g.change:8} {who}  ({lines})", style)]
