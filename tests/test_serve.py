@@ -569,6 +569,16 @@ class Browser:
         self.call("Page.navigate", session=True, url=url)
         self.wait_for("Page.loadEventFired")
 
+    def request_events(self, request: str, *methods: str) -> dict[str, dict[str, Any]]:
+        """The events ``methods`` about one request, by method, waiting for those still to come
+        (Chromium sends the ExtraInfo ones from its network process, possibly after the load)."""
+        deadline = time.monotonic() + 30
+        while True:
+            found = {e["method"]: e["params"] for e in self.log if e["params"].get("requestId") == request}
+            if all(m in found for m in methods):
+                return found
+            self.events.append(self._read(deadline))
+
     def node(self, selector: str) -> int:
         root = self.call("DOM.getDocument", session=True, depth=0)["root"]["nodeId"]
         found: int = self.call("DOM.querySelector", session=True, nodeId=root, selector=selector)["nodeId"]
@@ -812,10 +822,11 @@ def test_another_sites_page_cannot_make_it_fetch(page: Served, tmp_path: Path) -
                     and e["params"]["request"]["url"] == asked
                 ]  # fmt: skip
                 assert len(sent) == 1, [e["method"] for e in browser.log]  # the image was asked for
-                about = {
-                    e["method"]: e["params"] for e in browser.log
-                    if e["params"].get("requestId") == sent[0]["requestId"]
-                }  # fmt: skip
+                about = browser.request_events(
+                    sent[0]["requestId"],
+                    "Network.requestWillBeSentExtraInfo",
+                    "Network.responseReceivedExtraInfo",
+                )
                 headers = {
                     k.lower(): v for k, v in about["Network.requestWillBeSentExtraInfo"]["headers"].items()
                 }
