@@ -13,6 +13,7 @@ posted and a cell clicked to its line.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import selectors
@@ -409,7 +410,11 @@ def test_everything_shown_is_escaped(page: Served) -> None:
     answered = post(page, draft=hostile, urls="/<b>x</b>")
     assert answered.status_code == 200
     assert "<script>alert" not in answered.text and "<b>x</b>" not in answered.text
-    assert "\x1b" not in answered.text and "\x07" not in answered.text
+    escaped = hostile.replace("<", "&lt;").replace(">", "&gt;")
+    editable = f'<textarea id="draft" name="draft" rows="14" spellcheck="false">\n{escaped}</textarea>'
+    assert editable in answered.text  # the draft to edit: as it was typed, only <&> escaped
+    shown = answered.text.replace(editable, "")
+    assert "\x1b" not in shown and "\x07" not in shown  # everywhere else: escaped
     texts = [t for _, t, _ in lines_of(dom(answered.text).one("section", "file"))]
     assert texts[1] == "Disallow: /<script>alert(1)</script>"  # shown as text, as it is written
     assert texts[2] == 'Disallow: /"onmouseover="x\\x1b]0;t\\x07'  # controls as the terminal shows them
@@ -564,6 +569,16 @@ class Browser:
         self.call("Page.navigate", session=True, url=url)
         self.wait_for("Page.loadEventFired")
 
+    def request_events(self, request: str, *methods: str) -> dict[str, dict[str, Any]]:
+        """The events ``methods`` about one request, by method, waiting for those still to come
+        (Chromium sends the ExtraInfo ones from its network process, possibly after the load)."""
+        deadline = time.monotonic() + 30
+        while True:
+            found = {e["method"]: e["params"] for e in self.log if e["params"].get("requestId") == request}
+            if all(m in found for m in methods):
+                return found
+            self.events.append(self._read(deadline))
+
     def node(self, selector: str) -> int:
         root = self.call("DOM.getDocument", session=True, depth=0)["root"]["nodeId"]
         found: int = self.call("DOM.querySelector", session=True, nodeId=root, selector=selector)["nodeId"]
@@ -658,3 +673,192 @@ def test_a_live_gemini_file_is_read_as_gemini(page: Served, tmp_path: Path) -> N
     assert "read as gemini:" in section.text
     who, _ = matrix_table(tree.one("section", "who"))
     assert who["/log/"]["*"] == ("yes", None) and who["/log/"]["archiver"] == ("NO 5", "#L5")
+
+
+# -- a live file with controls, bidi and bytes that are not UTF-8: the draft keeps them ------
+
+# ESC and BEL in rules, a RIGHT-TO-LEFT OVERRIDE, a byte that is not UTF-8 (Latin-1 é) and a NUL:
+# each changes what a rule matches, so a draft that lost or escaped one would show rules changed
+HOSTILE_LIVE = (
+    b"User-agent: *\n"
+    b"Disallow: /a\x1bb\n"
+    b"Disallow: /bell\x07\n"
+    b"Disallow: /\xe2\x80\xaeevil\n"
+    b"Disallow: /caf\xe9\n"
+    b"Disallow: /nul\x00x\n"
+    b"\n"
+    b"User-agent: mybot\n"
+    b"Disallow: /private\n"
+)
+HOSTILE_SHOWN = [  # the read-only view of the file: every unsafe character as an escape
+    "User-agent: *",
+    "Disallow: /a\\x1bb",
+    "Disallow: /bell\\x07",
+    "Disallow: /\\u202eevil",
+    "Disallow: /caf\\xe9",
+    "Disallow: /nul\\x00x",
+    "",
+    "User-agent: mybot",
+    "Disallow: /private",
+]
+
+
+@contextlib.contextmanager
+def hostile_live(root: Path) -> Iterator[str]:
+    (root / "robots.txt").write_bytes(HOSTILE_LIVE)
+    with nginx(["location = /robots.txt { default_type text/plain; }"], root) as (port,):
+        yield f"http://127.0.0.1:{port}/"
+
+
+def unchanged(tree: Node) -> None:
+    """The answer says the draft is the live file: no group or rule changed, no verdict flips;
+    and its read-only views (the draft's lines and the live file's) show the escapes."""
+    diff = tree.one("section", "diff")
+    assert diff.all("ul", "groups") == [] and diff.all("table", "flips") == [], diff.text
+    assert "no group or rule changed" in diff.text
+    assert diff.one("p", "same").text.startswith("no verdict flips: ")
+    draft, live = tree.all("section", "file")
+    assert [t for _, t, _ in lines_of(draft)] == HOSTILE_SHOWN
+    assert [t for _, t, _ in lines_of(live)] == HOSTILE_SHOWN
+
+
+def test_the_live_file_loaded_into_the_draft_comes_back_unchanged(page: Served, tmp_path: Path) -> None:
+    """Load the live file (controls, a bidi override, a byte that is not UTF-8, a NUL), post
+    the form back as a browser does (the textarea's text, CR LF line ends, the hidden fields):
+    the answer shows no change and no flip; the textarea held the characters themselves, the
+    read-only views their escapes."""
+    with hostile_live(tmp_path) as live:
+        loaded = post(page, live=live, do="load")
+        assert loaded.status_code == 200, loaded.text[:2000]
+        tree = dom(loaded.text)
+        unchanged(tree)
+        text = field_text(tree, "draft")
+        assert text.startswith("\n")  # HTML drops the line feed right after <textarea>
+        typed = text[1:]
+        assert "\x1b" in typed and "\x07" in typed and "\u202e" in typed  # the characters, editable
+        assert "\\x1b" not in typed and "\\u202e" not in typed  # not their escapes
+        assert "caf\ufffd" in typed and "nul\ufffdx" in typed  # what no page can carry, as U+FFFD ...
+        (kept,) = [i.attrs["value"] for i in tree.all("input") if i.attrs.get("name") == "kept"]
+        assert "%E9" in kept and "%00" in kept  # ... and the bytes themselves beside it
+        sent = {"draft": typed.replace("\n", "\r\n"), "kept": kept, "live": live, "do": "answer"}
+        answered = post(page, **sent)
+        assert answered.status_code == 200, answered.text[:2000]
+        unchanged(dom(answered.text))
+        assert "\x1b" not in answered.text.replace(f">\n{typed}</textarea>", "")  # raw only in the textarea
+
+        # an edited draft is taken as typed: the kept bytes no longer stand for it
+        edited = post(page, **{**sent, "draft": sent["draft"] + "Disallow: /new\r\n"})
+        changed = dom(edited.text).one("section", "diff").one("ul", "groups").text
+        assert "+ draft line 10: Disallow: /new" in changed
+        assert "- live line 5: Disallow: /caf\\xe9" in changed  # the byte, lost by the edit: said
+        assert "+ draft line 5: Disallow: /caf\ufffd" in changed
+
+
+def test_a_browser_loads_the_live_file_and_answers_it_unchanged(page: Served, tmp_path: Path) -> None:
+    """The same in real Chromium (JavaScript off): type the live URL, click "Load the live file
+    into the draft", then Answer: no change, no flip."""
+    assert CHROMIUM is not None, "chromium is not installed (apt-get install chromium)"
+    browser = Browser(CHROMIUM, tmp_path / "chromium")
+    try:
+        with hostile_live(tmp_path) as live:
+            browser.go(page.url)
+            browser.type_into("#live", live)
+            browser.events.clear()
+            browser.click('button[value="load"]')
+            browser.wait_for("Page.loadEventFired")
+            unchanged(dom(browser.html()))
+            browser.events.clear()
+            browser.log.clear()
+            browser.click('button[value="answer"]')
+            browser.wait_for("Page.loadEventFired")
+            sent = [e["params"]["request"] for e in browser.log if e["method"] == "Network.requestWillBeSent"]
+            assert [(r["method"], r["url"]) for r in sent if r["url"] == page.url] == [("POST", page.url)]
+            unchanged(dom(browser.html()))
+    finally:
+        browser.close()
+
+
+# -- another site's page cannot make the page fetch -----------------------------------------
+
+
+def test_another_sites_page_cannot_make_it_fetch(page: Served, tmp_path: Path) -> None:
+    """Real Chromium (JavaScript off) visits a page on another origin holding an ``<img>`` whose
+    address asks the page to fetch and audit a live server, and a form that posts to it: the
+    target nginx logs nothing (the page refused both with a 403, before any fetch).  From
+    ``localhost`` the page is cross-site, from another port of 127.0.0.1 same-site: both are
+    refused.  Typing the address into the browser (direct navigation) fetches, and so does
+    curl's way (no Sec-Fetch-Site)."""
+    assert CHROMIUM is not None, "chromium is not installed (apt-get install chromium)"
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "robots.txt").write_text(LIVE)
+    (root / "index.html").write_text(HOME)
+    target_log = tmp_path / "target.log"
+    blocks = [
+        f"access_log {target_log}; location = /robots.txt {{ default_type text/plain; }}",
+        f"access_log {tmp_path / 'elsewhere.log'};",
+    ]
+    with nginx(blocks, root) as (port, elsewhere):
+        live = f"http://127.0.0.1:{port}/"
+        asked = f"{page.url}?{urlencode({'live': live, 'audit': 'on'})}"
+        (root / "evil.html").write_text(
+            f'<!doctype html><html><body><img src="{html.escape(asked)}" alt="">'
+            f'<form method="post" action="{page.url}"><input type="hidden" name="live" value="{live}">'
+            '<input type="hidden" name="audit" value="on">'
+            '<button id="go" type="submit" name="do" value="load">go</button></form></body></html>\n'
+        )
+
+        def requests() -> list[str]:
+            return target_log.read_text().splitlines() if target_log.exists() else []
+
+        browser = Browser(CHROMIUM, tmp_path / "chromium")
+        try:
+            for origin, site in ((f"http://localhost:{elsewhere}", "cross-site"),
+                                 (f"http://127.0.0.1:{elsewhere}", "same-site")):  # fmt: skip
+                browser.log.clear()
+                browser.go(f"{origin}/evil.html")
+                sent = [
+                    e["params"] for e in browser.log if e["method"] == "Network.requestWillBeSent"
+                    and e["params"]["request"]["url"] == asked
+                ]  # fmt: skip
+                assert len(sent) == 1, [e["method"] for e in browser.log]  # the image was asked for
+                about = browser.request_events(
+                    sent[0]["requestId"],
+                    "Network.requestWillBeSentExtraInfo",
+                    "Network.responseReceivedExtraInfo",
+                )
+                headers = {
+                    k.lower(): v for k, v in about["Network.requestWillBeSentExtraInfo"]["headers"].items()
+                }
+                assert headers["sec-fetch-site"] == site  # as Chromium tells where the request came from
+                assert about["Network.responseReceivedExtraInfo"]["statusCode"] == 403  # refused by the page
+                browser.events.clear()
+                browser.click("#go")  # the cross-site form
+                browser.wait_for("Page.loadEventFired")
+                refused = dom(browser.html()).one("section", "error")
+                assert refused.one("h2").text == "403 Forbidden"
+                assert f"(Sec-Fetch-Site: {site}) is refused" in refused.one("p").text
+                assert requests() == [], requests()  # nothing reached the target server
+
+            browser.go(asked)  # typed into the address bar: Sec-Fetch-Site: none
+            tree = dom(browser.html())
+            assert tree.one("section", "file").one("h2").text == f"{live}robots.txt"
+            assert tree.one("section", "site").all("h2")[0].text == "How the server speaks to robots"
+            fetched = requests()
+            assert any('"GET /robots.txt ' in line for line in fetched), fetched
+        finally:
+            browser.close()
+
+        before = len(requests())
+        direct = httpx.get(asked, timeout=60)  # as curl asks: no Sec-Fetch-Site at all
+        assert direct.status_code == 200 and len(requests()) > before
+        # the same address asked with another site's header is refused, and fetches nothing
+        n = len(requests())
+        across = httpx.get(asked, headers={"sec-fetch-site": "cross-site"}, timeout=60)
+        assert "(Sec-Fetch-Site: cross-site) is refused" in error_of(across, 403)
+        assert "live" in {i.attrs.get("name") for i in dom(across.text).all("input")}  # the form, to ask it
+        answered_draft = httpx.get(
+            f"{page.url}?{urlencode({'draft': DRAFT})}", headers={"sec-fetch-site": "cross-site"}, timeout=30
+        )
+        assert answered_draft.status_code == 200  # a draft alone fetches nothing: answered
+        assert len(requests()) == n

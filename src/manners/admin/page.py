@@ -3,17 +3,21 @@
 No template engine: every value that came from a file, a form or a server goes through
 :func:`h` (the terminal's :func:`manners.terminal.safe`, so control and bidi characters and
 undecodable bytes show as escapes, then :func:`html.escape`), and the rest is this
-module's own markup.  The page reads without JavaScript: each cell of the matrix links to
-its deciding line (``#L12``) and CSS ``:target`` highlights it; the few lines of
-:data:`JS` only add a hover that lights the cells a line decides.
+module's own markup.  The one exception is what the admin edits: a textarea holds its
+text as it is, HTML-escaped only (:func:`textarea`), so that it is posted back unchanged.
+The page reads without JavaScript: each cell of the matrix links to its deciding line
+(``#L12``) and CSS ``:target`` highlights it; the few lines of :data:`JS` only add a hover
+that lights the cells a line decides.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING
+from urllib.parse import quote_from_bytes
 
 from ..cli import READERS, table_cell
 from ..profiles import PROFILES
@@ -76,7 +80,8 @@ def form(ask: Ask) -> str:
     agents, urls = "\n".join(ask.agents), "\n".join(ask.urls)
     return f"""<form id="ask" method="post" action="/">
 <div class="field wide"><label for="draft">Draft robots.txt</label>
-<textarea id="draft" name="draft" rows="14" spellcheck="false">{textarea(ask.draft)}</textarea></div>
+<textarea id="draft" name="draft" rows="14" spellcheck="false">{textarea(ask.draft)}</textarea>
+{kept_field(ask.draft)}</div>
 <div class="field"><label for="live">Live URL (any URL on the server: http, https, gemini, gopher)</label>
 <input id="live" name="live" inputmode="url" value="{h(ask.live)}" placeholder="https://example.org/"></div>
 <div class="field"><label for="agent">Robots (a product token a line, such as mybot)</label>
@@ -98,11 +103,42 @@ audit the live server too, as manners site does (a few polite requests)</label><
 
 
 def textarea(text: str) -> str:
-    """Text for a textarea: its lines kept (line ends as LF, as a browser sends them back as
-    CRLF anyway), every other unsafe character shown as an escape, then HTML-escaped.  A line
-    feed leads, because HTML drops one right after ``<textarea>``: a first blank line stays."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "\n" + html.escape(safe(text, lines=True), quote=False)
+    """Text for an editable textarea: every character kept as it is (a control, a bidi
+    control: the browser posts them back unchanged), only ``<&>`` HTML-escaped, so that a
+    draft loaded from the live file comes back byte for byte.  Escaping them here (as the
+    read-only views do) would post the escapes back as the draft's own text.  What no HTML
+    page can carry (a byte that is not UTF-8, a NUL) is shown as U+FFFD; the draft's exact
+    bytes then ride in the ``kept`` field (:func:`kept_field`).  A line feed leads, because
+    HTML drops one right after ``<textarea>``: a first blank line stays."""
+    return "\n" + html.escape(carried(text), quote=False)
+
+
+UNCARRIED = re.compile("[\x00\udc80-\udcff]")  # NUL, and the bytes surrogateescape kept
+LINE_ENDS = re.compile("\r\n?")
+
+
+def carried(text: str) -> str:
+    """``text`` as a textarea carries it: what it cannot hold as U+FFFD."""
+    return UNCARRIED.sub("\ufffd", text)
+
+
+def posted_back(text: str) -> str:
+    """``text`` as a browser posts a textarea holding it back (line ends compared as LF: it
+    sends CR LF, which every reader reads as the same line end)."""
+    return LINE_ENDS.sub("\n", carried(text))
+
+
+def kept_field(draft: str) -> str:
+    """A hidden field with the draft's exact bytes (percent-encoded) when the textarea cannot
+    carry them all; the app takes them instead of the textarea's text while that is unchanged."""
+    if not UNCARRIED.search(draft):
+        return ""
+    value = quote_from_bytes(draft.encode("utf-8", "surrogateescape"), safe="")
+    return (
+        f'<input type="hidden" name="kept" value="{value}"><p class="kept">the draft holds bytes a'
+        " browser cannot edit (not UTF-8, or NUL), shown as \ufffd: they are kept as they are while"
+        " the draft is not edited</p>"
+    )
 
 
 # -- the answer --------------------------------------------------------------------------
@@ -496,7 +532,7 @@ ul.groups li.added, ul.groups li li.added { color: #176b1e; } ul.groups li.remov
 ul.groups li li.changed { color: #8a5a00; } p.flipped { font-weight: 600; color: #b00; }
 p.same { font-weight: 600; color: #176b1e; } table.flips { font-size: 13px; }
 ul.codes { margin: .2rem 0 0; padding-left: 1rem; font-size: 12px; }
-p.link { font-size: 13px; }
+p.link { font-size: 13px; } p.kept { font-size: 13px; color: #a40; margin: .2rem 0 0; }
 """
 
 JS = """\

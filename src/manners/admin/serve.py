@@ -13,9 +13,11 @@ the HTML.
 The page works with JavaScript off: a form posts, the page answers, and the answer is also
 reachable by GET (``/?draft=...&urls=...``) so that it can be linked to.  It is safe by
 default: the command binds 127.0.0.1, requests must name a loopback host (no DNS
-rebinding), a form posted from another origin is refused, bodies are capped, only
-``http(s)``, ``gemini`` and ``gopher`` URLs are fetched and with deadlines, every value is
-escaped, nothing redirects, and the Content-Security-Policy forbids any outside content.
+rebinding), a request another site's page made is refused before it fetches anything (a
+form posted from another origin, a link or an image asking for a live URL), bodies are
+capped, only ``http(s)``, ``gemini`` and ``gopher`` URLs are fetched and with deadlines,
+every value shown is escaped (the draft's textarea keeps its characters, to be posted back
+unchanged), nothing redirects, and the Content-Security-Policy forbids any outside content.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 import anyio
 from starlette.applications import Starlette
@@ -77,7 +79,8 @@ MAX_TARGETS = 1000  # URLs given; sampled ones are cut to SAMPLED
 SAMPLED = 500  # rule paths shown when no URLs are given
 MAX_SAMPLE = page.MAX_SAMPLE
 FORM = "application/x-www-form-urlencoded"
-FIELDS = ("draft", "live", "agent", "role", "urls", "profile", "audit", "sample", "do")
+FIELDS = ("draft", "live", "agent", "role", "urls", "profile", "audit", "sample", "do", "kept")
+ELSEWHERE = frozenset({"cross-site", "same-site"})  # Sec-Fetch-Site of a request another origin made
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 #: Every response: no outside content, no framing, no sniffing, no referrer to another site.
@@ -162,7 +165,7 @@ def read_ask(fields: Mapping[str, list[str]], defaults: argparse.Namespace) -> A
     if action not in ("answer", "load"):
         raise BadRequest(400, f"unknown action {action!r}: the form's buttons are answer and load")
     ask = Ask(
-        draft=one("draft"),
+        draft=draft_of(one("draft"), fields.get("kept")),
         live=one("live").strip(),
         agents=agents,
         roles=roles,
@@ -177,6 +180,16 @@ def read_ask(fields: Mapping[str, list[str]], defaults: argparse.Namespace) -> A
     except UsageError as exc:
         raise BadRequest(400, str(exc).removeprefix("--"), ask) from None
     return ask
+
+
+def draft_of(typed: str, kept: list[str] | None) -> str:
+    """The draft: the textarea's text, or the exact bytes the page kept beside it (a byte that
+    is not UTF-8, a NUL: no textarea carries them) while the text is the one the page gave."""
+    if kept:
+        exact = unquote(kept[0], encoding="utf-8", errors="surrogateescape")
+        if page.posted_back(exact) == page.posted_back(typed):
+            return exact
+    return typed
 
 
 def check_ask(ask: Ask) -> None:
@@ -467,6 +480,7 @@ async def read_form(request: Request) -> dict[str, list[str]]:
     if kind != FORM:
         shown = kind or "no content type"
         raise BadRequest(415, f"the page takes its form as {FORM}, not {shown}")
+    refuse_elsewhere(request, "a form posted")
     origin = request.headers.get("origin")
     if origin is not None and not same_origin(origin, request.headers.get("host", "")):
         raise BadRequest(
@@ -504,6 +518,22 @@ async def drain(request: Request) -> None:
                 return
 
 
+def refuse_elsewhere(request: Request, what: str, ask: Ask | None = None) -> None:
+    """BadRequest (403) for a request another site's page made (``Sec-Fetch-Site: cross-site``,
+    or ``same-site``: another port or subdomain), before anything is fetched: any page the admin
+    visits could otherwise make this machine fetch and audit servers (an ``<img>`` is enough).
+    Direct navigation (``none``), the page's own form (``same-origin``) and clients that send no
+    such header (curl) are answered."""
+    site = request.headers.get("sec-fetch-site", "").strip().lower()
+    if site in ELSEWHERE:
+        raise BadRequest(
+            403,
+            f"{what} from another site (Sec-Fetch-Site: {site}) is refused, so that no page elsewhere"
+            " can make this machine fetch a server: open this page yourself and use its form",
+            ask,
+        )
+
+
 def same_origin(origin: str, host: str) -> bool:
     parts = urlsplit(origin)
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host.strip().lower()
@@ -532,6 +562,8 @@ def make_app(settings: argparse.Namespace, host: str = "127.0.0.1") -> ASGIApp:
             else:
                 query = request.scope.get("query_string", b"").decode("latin-1")
                 ask = read_ask(fields_of(query), settings) if query else defaults
+                if ask.live:  # it would fetch (and perhaps audit) a server
+                    refuse_elsewhere(request, "a link or an image that fetches a server", ask)
             return await respond(ask)
         except BadRequest as exc:
             return error_response(exc.status, exc.sentence, exc.ask or defaults)
