@@ -184,8 +184,10 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                         number,
                         "warning",
                         "after-star",
-                        f"this record follows 'User-agent: *' (line {star_record_at}); "
-                        "the Gopher draft says robots ignore everything after it",
+                        f"this record follows 'User-agent: *' (line {star_record_at}): Gopher robots"
+                        " read it (the 2019 proposal and RFC 9309 read every record, and so does"
+                        " manners), though the Gopher draft says anything below 'User-agent: *' will be"
+                        " ignored; list 'User-agent: *' last so that every robot reads the file alike",
                     )
                 seen_rule_after_agent = False
             seen_agent = True

@@ -35,10 +35,11 @@ from .report import (
 
 ROBOTS_LIMIT = 512_000  # RFC 9309 §2.5: "The parsing limit MUST be at least 500 kibibytes"
 ROBOTS_ABSENT = Rule("http-robots-absent", "info", f"{RFC9309} §2.3.1.3", UNAVAILABLE_WORDS)
-ROBOTS_UNREACHABLE = Rule("http-robots-unreachable", "info", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
+# an answer that keeps every robot off the whole server is a warning at least (report.KEPT_OFF)
+ROBOTS_UNREACHABLE = Rule("http-robots-unreachable", "warning", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
 ROBOTS_REDIRECT = Rule("http-robots-redirect", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS)
 ROBOTS_REDIRECTS_TOO_MANY = Rule(
-    "http-robots-redirects-too-many", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
+    "http-robots-redirects-too-many", "warning", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
 )
 ROBOTS_TYPE = Rule("http-robots-type", "error", f"{RFC9309} §2.3", ACCESS_WORDS)
 ROBOTS_HTML = Rule(

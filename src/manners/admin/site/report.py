@@ -57,6 +57,23 @@ UNREACHABLE_WORDS = (
 )
 
 
+# What lint's errors (a file that is no robots.txt at all) rest on, so that every error the
+# audit reports names its words, lint's included: code -> (basis, words).
+_POLICY_FILE = "The policy file, if it exists, MUST be accessible via Gopher on the local address /robots.txt"
+LINT_WORDS = {
+    "html": (f"{RFC9309} §2.3", ACCESS_WORDS),
+    "binary": (f"{RFC9309} §2.3", ACCESS_WORDS),
+    "utf-16": (f"{RFC9309} §2.3", ACCESS_WORDS),
+    "gopher-error": (f"{DRAFT}, Robot Access Restrictions Policy", _POLICY_FILE),
+    "gopher-menu": (f"{DRAFT}, Robot Access Restrictions Policy", _POLICY_FILE),
+}
+
+
+def lint_basis(d: Diagnostic) -> tuple[str, str] | None:
+    """The document and words one of lint's findings rests on, for an error (None otherwise)."""
+    return LINT_WORDS.get(d.code) if d.severity == "error" else None
+
+
 @dataclass(frozen=True)
 class Rule:
     """One check: a stable code, the severity its words give, and the words themselves."""
@@ -266,7 +283,7 @@ class SiteReport:
             "profile": self.profile,
             "counts": self.counts(),
             "findings": [f.as_json() for f in self.findings],
-            "diagnostics": [d._asdict() for d in self.diagnostics],
+            "diagnostics": [_diagnostic(d) for d in self.diagnostics],
             "sample": {"how": self.sample.how, "limit": self.sample.limit, "note": self.sample.note},
             "columns": [
                 {"name": c.name, "agent": c.agent, "roles": list(c.roles), "why": c.why} for c in self.columns
@@ -284,6 +301,11 @@ class SiteReport:
                 for r in self.matrix
             ],
         }
+
+
+def _diagnostic(d: Diagnostic) -> dict[str, Any]:
+    basis, words = lint_basis(d) or (None, None)
+    return {**d._asdict(), "basis": basis, "words": words}
 
 
 def robots_block(result: FetchResult) -> dict[str, Any]:
