@@ -166,6 +166,32 @@ def test_a_binary_file(tmp_path: Path, env: dict[str, str]) -> None:
     assert p.returncode == 1 and "error: binary:" in p.stdout
 
 
+def test_a_utf16_file_is_called_utf16_not_binary(tmp_path: Path, env: dict[str, str]) -> None:
+    """A robots.txt saved as UTF-16 (with a byte order mark, or big-endian without one) is named
+    for what it is, with the words it breaks (RFC 9309: UTF-8), not "a binary file"."""
+    text = "User-agent: *\nDisallow: /private\n"
+    for name, data, order in [
+        ("le.txt", b"\xff\xfe" + text.encode("utf-16-le"), "little-endian"),
+        ("be.txt", text.encode("utf-16-be"), "big-endian"),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        p = manners("lint", str(tmp_path / name), env=env)
+        assert p.returncode == 1, p.stdout
+        assert f"error: utf-16: the file is UTF-16 ({order})" in p.stdout and "binary" not in p.stdout
+        assert "MUST be UTF-8 encoded" in p.stdout
+        p = manners("check", "/private", "--robots", str(tmp_path / name), env=env)
+        assert "utf-16" in p.stderr and "binary" not in p.stderr
+
+
+@pytest.mark.parametrize("command", [["check", "gopher://[::1/x"], ["fetch", "gopher://[::1"], ["site", "gopher://[::1"]])
+def test_a_broken_ipv6_url_is_named(command: list[str], env: dict[str, str]) -> None:
+    """urllib's "Invalid IPv6 URL" alone does not say which argument is wrong: the sentence names it."""
+    p = manners(*command, env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("manners: 'gopher://[::1") and "is not a valid URL: Invalid IPv6 URL" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
 # -- explain -----------------------------------------------------------------------------
 
 

@@ -121,9 +121,7 @@ def test_gophernicus_as_debian_ships_it(tmp_path: Path) -> None:
     assert report.reachable and report.failed and report.diagnostics == []
     assert report.robots.outcome == "ok" and report.robots.extra["selector"] == "robots.txt"
     # the crawl found the private directory and did not enter it; every robot is kept out
-    assert row(report, "/1/private/") == dict.fromkeys(
-        ["*", "indexer", "archiver", "researcher", "webproxy"], (False, 2)
-    )
+    assert row(report, "/1/private/") == {"*": (False, 2)}  # the Gemini roles are no columns here
     assert row(report, "/0/hello.txt")["*"] == (True, None)
     assert not any("secret" in r.url for r in report.matrix)
     assert report.sample.how == "crawl" and report.sample.note is None
@@ -692,14 +690,8 @@ def test_nginx_serving_robots_txt_well(web: dict[str, Any]) -> None:
         ("/b.html", "sitemap"),
         ("/private/q.html?a=1&b=2", "sitemap"),
     ]
-    assert row(report, "/private/p.html") == {
-        "*": (False, 2),
-        "indexer": (False, 2),
-        "archiver": (False, 2),
-        "researcher": (False, 2),
-        "webproxy": (False, 2),
-        "googlebot": (False, 5),
-    }
+    assert row(report, "/private/p.html") == {"*": (False, 2), "googlebot": (False, 5)}  # no Gemini roles
+    assert [c.name for c in report.columns] == ["*", "googlebot"]
     assert row(report, "/a.html")["googlebot"] == (False, 5) and row(report, "/a.html")["*"] == (True, None)
     hits = timed_log(web["log"])
     assert [h.path for h in hits] == ["/robots.txt", "/", "/sitemap.xml"]
@@ -753,6 +745,7 @@ def test_nginx_json_and_exit_status(web: dict[str, Any], env: dict[str, str]) ->
     assert p.returncode == 0, p.stderr
     assert "the server's answers break no rule the audit checks" in p.stdout
     assert "Who may fetch what: 5 URLs from the home page and the sitemaps" in p.stdout
+    assert not {"archiver", "researcher", "webproxy"} & set(p.stdout.split())  # no Gemini role columns
     assert "0 errors, 0 warnings, 0 infos" in p.stdout
 
 
@@ -970,3 +963,40 @@ def test_a_gopher_robots_txt_selector_with_no_answer_keeps_robots_off_a_warning(
     kept_off = finding(report, "gopher-robots-unreachable")
     assert kept_off.severity == "warning" and kept_off.asked == "/robots.txt"
     assert "disallowed" in kept_off.message
+
+
+def test_a_redirect_with_an_escape_in_its_location_is_an_answer(env: dict[str, str]) -> None:
+    """A 301 whose Location holds ESC: the server answered (a redirect no robot can follow, so
+    robots.txt is unavailable), as ``check`` reads it too; never "the server did not answer", and
+    the escape is shown escaped."""
+
+    def moved(line: bytes, port: int) -> bytes:
+        return (
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: /r\x1b]0;pwned\x07\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+
+    with _tcp_server(moved) as server:
+        url = f"http://{HOST}:{server.port}/"
+        report = audit(url, urls=["/a"])
+        p = manners("site", url, "--urls", "/dev/null", "--delay", "0.02", env=env)
+        check = manners("check", f"{url}a", "--json", "--cache", "memory", env=env)
+        asked = server.snapshot()
+    assert report.reachable and report.robots.outcome == "unavailable" and report.robots.status == 301
+    absent = finding(report, "http-robots-absent")
+    assert "Location robots cannot follow ('/r\\x1b]0;pwned\\x07')" in absent.message
+    assert p.returncode == 0, p.stderr
+    assert "did not answer" not in p.stdout + p.stderr and "\x1b" not in p.stdout + p.stderr
+    checked = json.loads(check.stdout)
+    assert checked["robots"][0]["outcome"] == "unavailable" and checked["results"][0]["allowed"] is True
+    assert len(asked) == 3  # one request each: the Location is never requested
+
+
+def test_a_malformed_gemini_header_is_quoted_as_text_not_as_python() -> None:
+    """What the server sent is quoted escaped, as every finding quotes it: no b'...' or
+    bytearray(...) repr of Python's in a message."""
+    with fault_server("answer", "gemini", answer=b"2x \x1b[31mtext/plain\r\n") as server:
+        report = audit(server.url, sample=0)
+    said = finding(report, "gemini-robots-unservable").message
+    assert "malformed header '2x \\x1b[31mtext/plain'" in said, said
+    assert "b'" not in said and "bytearray" not in said and "\x1b" not in said

@@ -51,6 +51,8 @@ def whole_file(robots: RobotsTxt, body: bytes | None = None) -> list[Diagnostic]
     that "everything is allowed" is never said of a file nobody read."""
     _, truncated, _, _, _, _, binary, html, _ = robots._table()
     cut, not_robots = _whole_file(truncated, binary, html)
+    if body is not None and (wide := utf16(body)) is not None:
+        return [wide]
     if not_robots is None and body is not None:
         not_robots = gopher_reply(body)
     return [not_robots] if not_robots is not None else cut
@@ -59,8 +61,30 @@ def whole_file(robots: RobotsTxt, body: bytes | None = None) -> list[Diagnostic]
 def lint(robots: RobotsTxt, body: bytes) -> list[Diagnostic]:
     """Every finding ``manners lint`` reports: a Gopher reply that says "no such file" is one
     error, as the fetcher reads it (no robots.txt), not a warning per line of it."""
-    reply = gopher_reply(body)
+    reply = utf16(body) or gopher_reply(body)
     return [reply] if reply is not None else robots.diagnostics
+
+
+def utf16(body: bytes) -> Diagnostic | None:
+    """An error when ``body`` is UTF-16 (a byte order mark FF FE or FE FF, or every other byte
+    NUL in its first line's worth): RFC 9309 §2.3 says "The file MUST be UTF-8 encoded", and a
+    UTF-16 file is not a binary file, which is what the engine alone would call it."""
+    from .robots import Diagnostic
+
+    head = body[:200]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        order = "little-endian" if head[:2] == b"\xff\xfe" else "big-endian"
+    elif len(head) >= 8 and head[1::2].count(0) == len(head[1::2]) and 0 not in head[0::2]:
+        order = "little-endian"
+    elif len(head) >= 8 and head[0::2].count(0) == len(head[0::2]) and 0 not in head[1::2]:
+        order = "big-endian"
+    else:
+        return None
+    what = (
+        f"the file is UTF-16 ({order}), which a robots.txt must not be: RFC 9309 says 'The file MUST be"
+        " UTF-8 encoded'; robots read no rules in it (save it as UTF-8)"
+    )
+    return Diagnostic(1, "error", "utf-16", what)
 
 
 def gopher_reply(body: bytes) -> Diagnostic | None:

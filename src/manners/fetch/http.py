@@ -63,7 +63,25 @@ def client(deadlines: Deadlines, user_agent: str) -> httpx.AsyncClient:
 
     timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
     headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
-    return httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=tls_context())
+    return _client_class()(timeout=timeout, headers=headers, follow_redirects=False, verify=tls_context())
+
+
+@functools.cache
+def _client_class() -> type[httpx.AsyncClient]:
+    """httpx's client, but a redirect whose ``Location`` is no URL (a control character in it)
+    is still an answer: httpx builds the next request of every redirect, even unfollowed, and
+    fails the whole exchange when it cannot ("the server did not answer", though it did).  The
+    caller follows redirects itself and reads ``Location`` as ``outcome.http_redirect`` says."""
+    import httpx
+
+    class Client(httpx.AsyncClient):
+        def _build_redirect_request(self, request: httpx.Request, response: httpx.Response) -> httpx.Request:
+            try:
+                return super()._build_redirect_request(request, response)
+            except httpx.RemoteProtocolError:
+                return request  # never sent: the caller decides what a redirect means
+
+    return Client
 
 
 @functools.cache

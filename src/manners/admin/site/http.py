@@ -139,7 +139,11 @@ def check(hops: list[Hop]) -> list[Finding]:
             )
         )
     else:
-        why = "with no redirect to follow" if 300 <= status < 400 else "(unavailable)"
+        location = final.headers.get("location")
+        if 300 <= status < 400 and location:
+            why = f"with a Location robots cannot follow ({repr_text(location)})"
+        else:
+            why = "with no redirect to follow" if 300 <= status < 400 else "(unavailable)"
         out.append(
             ROBOTS_ABSENT.found(
                 f"/robots.txt is answered HTTP {status} {why}: robots may fetch everything",
