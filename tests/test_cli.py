@@ -183,12 +183,16 @@ def test_a_utf16_file_is_called_utf16_not_binary(tmp_path: Path, env: dict[str, 
         assert "utf-16" in p.stderr and "binary" not in p.stderr
 
 
-@pytest.mark.parametrize("command", [["check", "gopher://[::1/x"], ["fetch", "gopher://[::1"], ["site", "gopher://[::1"]])
+@pytest.mark.parametrize(
+    "command", [["check", "gopher://[::1/x"], ["fetch", "gopher://[::1"], ["site", "gopher://[::1"]]
+)
 def test_a_broken_ipv6_url_is_named(command: list[str], env: dict[str, str]) -> None:
     """urllib's "Invalid IPv6 URL" alone does not say which argument is wrong: the sentence names it."""
     p = manners(*command, env=env)
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.startswith("manners: 'gopher://[::1") and "is not a valid URL: Invalid IPv6 URL" in p.stderr
+    assert (
+        p.stderr.startswith("manners: 'gopher://[::1") and "is not a valid URL: Invalid IPv6 URL" in p.stderr
+    )
     assert "Traceback" not in p.stderr
 
 

@@ -669,6 +669,7 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "unavailable": "location = /robots.txt { return 404; }",
         "unreachable": "location = /robots.txt { return 503; }",
         "too-many-requests": "location = /robots.txt { return 429; }",
+        "tls-to-plain": "location = /robots.txt { return 301 https://$host:$server_port/robots.txt; }",
         "charset": f"location = /robots.txt {{ charset iso-8859-1; charset_types text/plain; {plain} }}",
         "big": f"location = /robots.txt {{ alias {root}/big.txt; }}",
     }
@@ -1000,3 +1001,15 @@ def test_a_malformed_gemini_header_is_quoted_as_text_not_as_python() -> None:
     said = finding(report, "gemini-robots-unservable").message
     assert "malformed header '2x \\x1b[31mtext/plain'" in said, said
     assert "b'" not in said and "bytearray" not in said and "\x1b" not in said
+
+
+def test_one_tls_failure_is_said_once(web: dict[str, Any], env: dict[str, str]) -> None:
+    """nginx redirects robots.txt to https:// on its own plain port: the handshake fails.  The
+    failure's words come once (robots.txt's meaning), the warning names it, no third copy."""
+    url = f"http://{HOST}:{web['ports']['tls-to-plain']}/"
+    p = manners("site", url, "--delay", "0.02", "--sample", "0", env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("the TLS handshake failed") == 1, p.stdout
+    assert "robots.txt: the TLS handshake failed while fetching https://" in p.stdout
+    assert "warning: http-robots-unreachable: robots.txt got no answer (tls-error)" in p.stdout
+    assert "site-unanswered" not in p.stdout

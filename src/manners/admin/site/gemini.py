@@ -22,7 +22,6 @@ from .report import (
     COMPANION,
     REDIRECT_WORDS,
     RFC9309,
-    UNANSWERED,
     UNAVAILABLE_WORDS,
     UNREACHABLE_WORDS,
     Finding,
@@ -149,13 +148,10 @@ def check(hops: list[Hop]) -> list[Finding]:
                 )
             )
         else:
-            out.append(
-                UNANSWERED.found(f"no answer to {repr_text(final.url)}: {final.error}", asked=final.url)
-            )
-            out.append(
+            out.append(  # said once: the error's words are robots.txt's meaning, shown above it
                 ROBOTS_UNREACHABLE.found(
-                    f"robots.txt could not be fetched from {repr_text(final.url)} ({final.error}): robots"
-                    " must take everything on the server as disallowed until it can be",
+                    f"robots.txt got no answer ({final.error.partition(':')[0]}): robots must take"
+                    " everything on the server as disallowed until it can be read",
                     asked=final.url,
                 )
             )

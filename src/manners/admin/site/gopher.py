@@ -284,8 +284,10 @@ class GopherReplies:
 
 def check(replies: GopherReplies) -> list[Finding]:
     """Every finding the replies give, in the order of the draft's sections."""
-    out = unanswered(replies.every())
-    out += check_robots(replies.robots, replies.missing, replies.read)
+    robots = check_robots(replies.robots, replies.missing, replies.read)
+    kept_off = {f.asked for f in robots if f.code == ROBOTS_UNREACHABLE.code}  # says it once
+    out = unanswered([r for r in replies.every() if r.asked not in kept_off])
+    out += robots
     out += check_missing(replies.missing)
     out += check_root(replies.root)
     out += check_about(replies.about, replies.missing)
@@ -345,11 +347,13 @@ def check_robots(robots: tuple[Reply, ...], missing: Reply, read: str | None = N
                 )
             ]
         if read is None:
+            silent = next(r for r in robots if r.error is not None)
             return [
                 ROBOTS_UNREACHABLE.found(
-                    "a selector robots ask for robots.txt got no answer, before any was answered with a"
-                    " file: robots must take everything on the server as disallowed until one is",
-                    asked=next(r.asked for r in robots if r.error is not None),
+                    f"the selector {silent.asked} got no answer ({(silent.error or '').partition(':')[0]})"
+                    " before any robots.txt selector was answered with a file: robots must take"
+                    " everything on the server as disallowed until one is",
+                    asked=silent.asked,
                 )
             ]
         return []

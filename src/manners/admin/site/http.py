@@ -24,7 +24,6 @@ from .report import (
     ACCESS_WORDS,
     REDIRECT_WORDS,
     RFC9309,
-    UNANSWERED,
     UNAVAILABLE_WORDS,
     UNREACHABLE_WORDS,
     Finding,
@@ -115,13 +114,11 @@ def check(hops: list[Hop]) -> list[Finding]:
             )
         )
         return out
-    if final.error is not None:
-        out.append(UNANSWERED.found(f"no answer to {repr_text(final.url)}: {final.error}", asked=final.url))
+    if final.error is not None:  # said once: the error's words are robots.txt's meaning, shown above it
         out.append(
             ROBOTS_UNREACHABLE.found(
-                f"robots.txt could not be fetched from {final.url} ({final.error}): robots must take"
-                " everything as"
-                " disallowed until it can be",
+                f"robots.txt got no answer ({final.error.partition(':')[0]}): robots must take everything"
+                " on the server as disallowed until it can be read",
                 asked=final.url,
             )
         )
