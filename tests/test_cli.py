@@ -616,3 +616,18 @@ def test_fetch_remembers_the_gemini_certificate(tmp_path: Path, env: dict[str, s
         )
     assert "certificate changed since the last fetch" in p.stdout and "different certificate" in p.stderr
     assert data["certificate"]["sha256"] and not data["certificate_changed"]  # the new one is remembered now
+
+
+def test_a_broken_header_line_is_quoted_as_text_not_as_python(env: dict[str, str]) -> None:
+    """A server whose answer holds a header line that is no header: h11 quotes it as
+    ``bytearray(b'...')``; the sentence quotes it as text, escaped (no Python repr, no raw ESC)."""
+    from hostile import _tcp_server
+
+    def broken(line: bytes, port: int) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nBad header \x1b[31m line\r\nContent-Length: 0\r\n\r\n"
+
+    with _tcp_server(broken) as server:
+        p = manners("fetch", f"http://{HOST}:{server.port}/", "--cache", "memory", env=env)
+    said = p.stdout + p.stderr
+    assert "the server broke HTTP (illegal header line: 'Bad header \\x1b[31m line')" in said, said
+    assert "bytearray" not in said and "b'" not in said and "\x1b" not in said

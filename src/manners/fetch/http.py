@@ -7,11 +7,14 @@ robot's fetch names it.
 
 from __future__ import annotations
 
+import ast
 import functools
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ..terminal import safe
 from .net import Deadlines, NetworkError, failure
 from .outcome import MAX_REDIRECTS, FetchResult, http_redirect, http_result, too_many_redirects, unreachable
 
@@ -117,7 +120,24 @@ def network_error(exc: BaseException, url: str) -> NetworkError:
             return named
         cause = cause.__cause__ or cause.__context__
     if isinstance(exc, httpx.RemoteProtocolError):
-        return NetworkError("protocol-error", f"the server broke HTTP ({exc})")
+        return NetworkError("protocol-error", f"the server broke HTTP ({as_text(str(exc))})")
     if isinstance(exc, httpx.ReadError):
         return NetworkError("connection-reset", f"the connection broke while reading {url}")
     return NetworkError("network-error", f"{type(exc).__name__}: {exc}")
+
+
+_BYTES_REPR = re.compile(r"""(?:bytearray\()?b(['"])((?:\\.|(?!\1).)*)\1\)?""")
+
+
+def as_text(message: str) -> str:
+    """An HTTP library's message with the bytes it quotes (h11 writes ``bytearray(b'...')``) as
+    the text they hold, quoted and escaped as every message quotes what a server sent."""
+
+    def quoted(m: re.Match[str]) -> str:
+        try:
+            raw = ast.literal_eval("b" + m[1] + m[2] + m[1])
+        except (ValueError, SyntaxError):
+            return safe(m[0])
+        return "'" + safe(raw.decode("utf-8", "surrogateescape")) + "'"
+
+    return safe(_BYTES_REPR.sub(quoted, message))
