@@ -309,6 +309,14 @@ def test_lint(tmp_path: Path, env: dict[str, str]) -> None:
     html.write_text("<!DOCTYPE html><html><head><title>Home</title></head><body>hi</body></html>\n")
     p = manners("lint", str(html), env=env)
     assert p.returncode == 1 and "error: html:" in p.stdout
+    # every error names the words it rests on; warnings do not
+    lines = p.stdout.splitlines()
+    assert lines[1] == (
+        '    rests on RFC 9309 §2.3: "The rules MUST be accessible in a file named "/robots.txt" (all'
+        " lowercase) in the top-level path of the service. The file MUST be UTF-8 encoded (as defined in"
+        ' [RFC3629]) and Internet Media Type "text/plain" (as defined in [RFC2046])."'
+    )
+    assert "rests on" not in manners("lint", str(messy), env=env).stdout
 
 
 def test_lint_profile(tmp_path: Path, env: dict[str, str]) -> None:

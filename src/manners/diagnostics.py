@@ -30,6 +30,28 @@ _NUMBER = re.compile(r"\d+(\.\d+)?$")
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")  # a scheme, then an authority
 
 
+# The words the errors rest on (a file that is no robots.txt at all): code -> (document, words).
+ACCESS_WORDS = (  # RFC 9309 §2.3, shared with manners site's rules
+    'The rules MUST be accessible in a file named "/robots.txt" (all lowercase) in the top-level path of'
+    " the service. The file MUST be UTF-8 encoded (as defined in [RFC3629]) and Internet Media Type"
+    ' "text/plain" (as defined in [RFC2046]).'
+)
+_POLICY_FILE = "The policy file, if it exists, MUST be accessible via Gopher on the local address /robots.txt"
+ERROR_WORDS = {
+    "html": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "binary": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "utf-16": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "gopher-error": ("the Gopher draft, Robot Access Restrictions Policy", _POLICY_FILE),
+    "gopher-menu": ("the Gopher draft, Robot Access Restrictions Policy", _POLICY_FILE),
+}
+
+
+def rests_on(d: Diagnostic) -> tuple[str, str] | None:
+    """The document and the very words an error rests on (None for a warning or information),
+    so that every error names them, as ``manners site``'s findings do."""
+    return ERROR_WORDS.get(d.code) if d.severity == "error" else None
+
+
 def quoted(text: str) -> str:
     """``text`` from the file, quoted for a message: every control character and every byte
     that is not UTF-8 escaped as the terminal shows it (``\\xff``), so that a message is safe

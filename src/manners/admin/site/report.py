@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...diagnostics import ACCESS_WORDS as ACCESS_WORDS  # RFC 9309 §2.3, shared with lint
+from ...diagnostics import rests_on
 from ...robots import Decision, Diagnostic
 from ...terminal import safe
 from ...vocabulary import timestamp
@@ -36,11 +38,6 @@ RFC9309 = "RFC 9309"
 AUDIT = "manners site"  # what the audit itself reports, resting on no document
 
 # RFC 9309's words that more than one scheme's checks rest on (it applies to any URI scheme, §1).
-ACCESS_WORDS = (
-    'The rules MUST be accessible in a file named "/robots.txt" (all lowercase) in the top-level path of'
-    " the service. The file MUST be UTF-8 encoded (as defined in [RFC3629]) and Internet Media Type"
-    ' "text/plain" (as defined in [RFC2046]).'
-)
 REDIRECT_WORDS = (
     "The crawlers SHOULD follow at least five consecutive redirects, even across authorities (for example,"
     " hosts in the case of HTTP). [...] If there are more than five consecutive redirects, crawlers MAY"
@@ -57,21 +54,9 @@ UNREACHABLE_WORDS = (
 )
 
 
-# What lint's errors (a file that is no robots.txt at all) rest on, so that every error the
-# audit reports names its words, lint's included: code -> (basis, words).
-_POLICY_FILE = "The policy file, if it exists, MUST be accessible via Gopher on the local address /robots.txt"
-LINT_WORDS = {
-    "html": (f"{RFC9309} §2.3", ACCESS_WORDS),
-    "binary": (f"{RFC9309} §2.3", ACCESS_WORDS),
-    "utf-16": (f"{RFC9309} §2.3", ACCESS_WORDS),
-    "gopher-error": (f"{DRAFT}, Robot Access Restrictions Policy", _POLICY_FILE),
-    "gopher-menu": (f"{DRAFT}, Robot Access Restrictions Policy", _POLICY_FILE),
-}
-
-
 def lint_basis(d: Diagnostic) -> tuple[str, str] | None:
     """The document and words one of lint's findings rests on, for an error (None otherwise)."""
-    return LINT_WORDS.get(d.code) if d.severity == "error" else None
+    return rests_on(d)
 
 
 @dataclass(frozen=True)
