@@ -32,8 +32,11 @@ EXAMPLES = """examples:
   manners site gopher://localhost:7070/ --delay 0.1      (your own server: less time between requests)
 
 Each finding names the words it rests on: a MUST, SHALL or PROHIBITED broken is an error,
-a SHOULD a warning, the rest information.  The audit reads robots.txt afresh and keeps
-nothing (--cache and --cached change nothing here).
+a SHOULD a warning, the rest information; an answer that keeps every robot off the whole
+server (HTTP 5xx or 429, Gemini 4x, no answer) is a warning at least.  robots.txt is read
+as a robot reads it (redirects followed, off the server too), and lint's findings of one
+kind are shown three at a time ("... and 7,209 more"; --json has them all).  The audit
+reads robots.txt afresh and keeps nothing (--cache and --cached change nothing here).
 
 exit status: 0 no error-level finding; 1 an error-level finding (lint's included);
 2 a usage error, or the server did not answer"""

@@ -8,7 +8,9 @@ robot read it, lint's findings on it, and the matrix of who may fetch what.
 
 Severity follows the words, as RFC 2119 reads them: a MUST, SHALL or PROHIBITED the server
 breaks is an error; a SHOULD or RECOMMENDED a warning; the rest (words addressed to crawlers,
-things worth knowing) information.
+things worth knowing) information.  One exception, a warning at least: an answer for
+robots.txt that keeps every robot off the whole server (HTTP 5xx or 429, Gemini 4x, no answer),
+whose words are the crawler's "MUST assume complete disallow" but whose cost is the server's.
 """
 
 from __future__ import annotations
