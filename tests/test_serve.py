@@ -13,7 +13,6 @@ posted and a cell clicked to its line.
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import os
 import selectors
@@ -33,7 +32,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from servers import jetforce, nginx, timed_log
+from servers import jetforce, nginx
 from test_cli import ENTRY
 from test_cli_json import agrees
 
@@ -410,12 +409,7 @@ def test_everything_shown_is_escaped(page: Served) -> None:
     answered = post(page, draft=hostile, urls="/<b>x</b>")
     assert answered.status_code == 200
     assert "<script>alert" not in answered.text and "<b>x</b>" not in answered.text
-    # only the text box being edited keeps the draft's very characters (sent back as they are)
-    start = answered.text.index('<textarea id="draft"')
-    end = answered.text.index("</textarea>", start)
-    assert answered.text[start:end].endswith(html.escape(hostile, quote=False))
-    outside = answered.text[:start] + answered.text[end:]
-    assert "\x1b" not in outside and "\x07" not in outside
+    assert "\x1b" not in answered.text and "\x07" not in answered.text
     texts = [t for _, t, _ in lines_of(dom(answered.text).one("section", "file"))]
     assert texts[1] == "Disallow: /<script>alert(1)</script>"  # shown as text, as it is written
     assert texts[2] == 'Disallow: /"onmouseover="x\\x1b]0;t\\x07'  # controls as the terminal shows them
@@ -664,117 +658,3 @@ def test_a_live_gemini_file_is_read_as_gemini(page: Served, tmp_path: Path) -> N
     assert "read as gemini:" in section.text
     who, _ = matrix_table(tree.one("section", "who"))
     assert who["/log/"]["*"] == ("yes", None) and who["/log/"]["archiver"] == ("NO 5", "#L5")
-
-
-# -- issue 31: the draft keeps its bytes; another site cannot make the page fetch -------------------
-
-HOSTILE_LIVE = (
-    "# r\u00e9sum\u00e9 \x1b]0;pwned\x07 and a bidi \u202eoverride\u202c, a C1 \u0085 too\n"
-    "User-agent: *\nDisallow: /private\x1b[31m\nDisallow: /\u202etxt.exe\n\n"
-    "User-agent: mybot\nDisallow: /\n"
-)
-
-
-@pytest.fixture(scope="module")
-def hostile_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """nginx serving a robots.txt with control and bidi characters; its access log, to read what
-    was fetched; and a page of another site whose <img> asks the admin's page to fetch and audit."""
-    root = tmp_path_factory.mktemp("hostile-www")
-    (root / "robots.txt").write_text(HOSTILE_LIVE)
-    log = root.parent / f"{root.name}-access.log"
-    with nginx([f"access_log {log} timed; location = /robots.txt {{ default_type text/plain; }}"], root) as (
-        port,
-    ):
-        yield f"http://127.0.0.1:{port}/", log
-
-
-def test_the_loaded_draft_keeps_the_live_files_characters(
-    page: Served, hostile_live: tuple[str, Path]
-) -> None:
-    """ "Load the live file into the draft", then "Answer": the draft is the live file, character
-    for character (control and bidi characters are escaped only where the file is shown, not in
-    the text box), so nothing changed and no verdict flips."""
-    live, _ = hostile_live
-    loaded = post(page, live=live, do="load")
-    assert loaded.status_code == 200, loaded.text[:2000]
-    tree = dom(loaded.text)
-    assert field_text(tree, "draft") == "\n" + HOSTILE_LIVE  # the very characters, not \\x1b
-    shown = [t for _, t, _ in lines_of(tree.all("section", "file")[0])]
-    assert shown[2:4] == ["Disallow: /private\\x1b[31m", "Disallow: /\\u202etxt.exe"]  # read-only: escaped
-    again = post(page, live=live, draft=field_text(tree, "draft")[1:].replace("\n", "\r\n"))
-    diff = dom(again.text).one("section", "diff")
-    assert "no group or rule changed" in diff.text and "no verdict flips" in diff.text, diff.text
-
-
-def test_a_browser_loads_the_live_file_and_answers_with_no_change(
-    page: Served, hostile_live: tuple[str, Path], tmp_path: Path
-) -> None:
-    """The same in a real Chromium (JavaScript off): type the live URL, click Load, click Answer:
-    the draft the browser sent back is the live file, so the diff shows no change."""
-    assert CHROMIUM is not None, "chromium is not installed (apt-get install chromium)"
-    live, _ = hostile_live
-    browser = Browser(CHROMIUM, tmp_path / "chromium")
-    try:
-        browser.go(page.url)
-        browser.type_into("#live", live)
-        browser.events.clear()
-        browser.click('button[value="load"]')
-        browser.wait_for("Page.loadEventFired")
-        browser.events.clear()
-        browser.click('button[value="answer"]')
-        browser.wait_for("Page.loadEventFired")
-        tree = dom(browser.html())
-    finally:
-        browser.close()
-    diff = tree.one("section", "diff")
-    assert "no group or rule changed" in diff.text and "no verdict flips" in diff.text, diff.text
-    assert field_text(tree, "draft").replace("\r\n", "\n").lstrip("\n") == HOSTILE_LIVE
-
-
-def test_another_site_cannot_make_the_page_fetch_or_audit(
-    page: Served, hostile_live: tuple[str, Path]
-) -> None:
-    """A GET that fetches (``/?live=...&audit=on``) made by another site's page (Sec-Fetch-Site
-    cross-site or same-site) is refused, 403 and a sentence, and nothing is fetched; the admin's
-    own navigation, this page's form and clients that send no such header still work; a POST
-    from another site is refused too."""
-    live, log = hostile_live
-    asked = f"{page.url}?{urlencode({'live': live, 'audit': 'on'})}"
-    before = len(timed_log(log))
-    for site in ("cross-site", "same-site"):
-        refused = httpx.get(asked, headers={"sec-fetch-site": site}, timeout=30)
-        assert "from another site is refused" in error_of(refused, 403)
-    across = httpx.post(page.url, data={"live": live}, headers={"sec-fetch-site": "cross-site"}, timeout=30)
-    assert "a form posted from another site is refused" in error_of(across, 403)
-    assert len(timed_log(log)) == before  # nothing was fetched for them
-    for site in ("none", "same-origin", None):
-        headers = {"sec-fetch-site": site} if site else {}
-        assert httpx.get(asked, headers=headers, timeout=60).status_code == 200
-    assert len(timed_log(log)) > before
-    shared = httpx.get(f"{page.url}?{urlencode({'draft': DRAFT})}", headers={"sec-fetch-site": "cross-site"})
-    assert shared.status_code == 200  # a link to an answer that fetches nothing still works from anywhere
-
-
-def test_an_img_on_another_site_cannot_make_the_page_fetch(
-    page: Served, hostile_live: tuple[str, Path], tmp_path: Path
-) -> None:
-    """A real Chromium visits another site (nginx on another port) whose <img> points at the
-    admin's page with a live URL to fetch and audit: the page refuses, and the live server's log
-    shows no request at all."""
-    assert CHROMIUM is not None, "chromium is not installed (apt-get install chromium)"
-    live, log = hostile_live
-    root = tmp_path / "evil"
-    root.mkdir()
-    target = f"{page.url}?{urlencode({'live': live, 'audit': 'on', 'sample': '3'})}"
-    (root / "index.html").write_text(f'<html><body><img src="{target.replace("&", "&amp;")}"></body></html>')
-    before = len(timed_log(log))
-    with nginx(["location / { }"], root) as (port,):
-        p = subprocess.run(
-            [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--virtual-time-budget=5000",
-             f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", f"http://localhost:{port}/"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "<img" in p.stdout  # the page with the image was loaded
-    time.sleep(1.0)  # a request the image caused would be in the log by now
-    assert timed_log(log)[before:] == []

@@ -11,7 +11,6 @@ its deciding line (``#L12``) and CSS ``:target`` highlights it; the few lines of
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING
@@ -99,18 +98,11 @@ audit the live server too, as manners site does (a few polite requests)</label><
 
 
 def textarea(text: str) -> str:
-    """Text for an editable textarea: its very characters, HTML-escaped, so that what the
-    browser sends back is what was put in (line ends as LF, as a browser sends them back as
-    CRLF anyway).  Control and bidi characters stay as they are: escaping them here would write
-    ``\\x1b`` into the draft, and "Answer" would then show changes nobody made.  The read-only
-    views of the file (its lines, the findings) show them escaped.  Only what HTML cannot
-    carry is escaped: NUL (a browser makes it U+FFFD) and a byte that is not UTF-8.  A line
+    """Text for a textarea: its lines kept (line ends as LF, as a browser sends them back as
+    CRLF anyway), every other unsafe character shown as an escape, then HTML-escaped.  A line
     feed leads, because HTML drops one right after ``<textarea>``: a first blank line stays."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "\n" + html.escape(_UNCARRIED.sub(lambda m: safe(m[0]), text), quote=False)
-
-
-_UNCARRIED = re.compile("[\x00\ud800-\udfff]")  # what no HTML page carries back in a form
+    return "\n" + html.escape(safe(text, lines=True), quote=False)
 
 
 # -- the answer --------------------------------------------------------------------------

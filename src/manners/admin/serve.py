@@ -504,30 +504,6 @@ async def drain(request: Request) -> None:
                 return
 
 
-#: Sec-Fetch-Site values of a request another site's page made (``same-site`` is another origin
-#: of the same site, such as another port of localhost): an ``<img src>`` or a form there would
-#: otherwise make this page fetch, audit and crawl on the admin's behalf.
-CROSS_SITE = frozenset({"cross-site", "same-site"})
-
-
-def refuse_cross_site(request: Request, what: str, ask: Ask | None = None) -> None:
-    """BadRequest (403) when another site's page made this request: ``Sec-Fetch-Site`` says so,
-    or an ``Origin`` that is not this page's.  The admin's own navigation (``none``), this
-    page's form (``same-origin``) and clients that send neither header (curl, scripts) pass.
-    ``ask`` comes back in the form, to be sent from this page if the admin means it."""
-    site = request.headers.get("sec-fetch-site", "").strip().lower()
-    origin = request.headers.get("origin")
-    if site in CROSS_SITE:
-        came = f"from another site ({origin})" if origin and origin != "null" else "from another site"
-    elif origin is not None and not same_origin(origin, request.headers.get("host", "")):
-        came = f"from another site ({origin})"
-    else:
-        return
-    raise BadRequest(
-        403, f"{what} {came} is refused: use this page's own form (or open the address yourself)", ask
-    )
-
-
 def same_origin(origin: str, host: str) -> bool:
     parts = urlsplit(origin)
     return parts.scheme in ("http", "https") and parts.netloc.lower() == host.strip().lower()
@@ -552,13 +528,10 @@ def make_app(settings: argparse.Namespace, host: str = "127.0.0.1") -> ASGIApp:
         defaults = Ask(agents=(settings.agent,), roles=tuple(settings.role))
         try:
             if request.method == "POST":
-                refuse_cross_site(request, "a form posted")
                 ask = read_ask(await read_form(request), settings)
             else:
                 query = request.scope.get("query_string", b"").decode("latin-1")
                 ask = read_ask(fields_of(query), settings) if query else defaults
-                if ask.live:  # it fetches (and may audit): only this page, or the admin, may ask that
-                    refuse_cross_site(request, "a request to fetch or audit a server", ask)
             return await respond(ask)
         except BadRequest as exc:
             return error_response(exc.status, exc.sentence, exc.ask or defaults)
