@@ -166,6 +166,36 @@ def test_a_binary_file(tmp_path: Path, env: dict[str, str]) -> None:
     assert p.returncode == 1 and "error: binary:" in p.stdout
 
 
+def test_a_utf16_file_is_called_utf16_not_binary(tmp_path: Path, env: dict[str, str]) -> None:
+    """A robots.txt saved as UTF-16 (with a byte order mark, or big-endian without one) is named
+    for what it is, with the words it breaks (RFC 9309: UTF-8), not "a binary file"."""
+    text = "User-agent: *\nDisallow: /private\n"
+    for name, data, order in [
+        ("le.txt", b"\xff\xfe" + text.encode("utf-16-le"), "little-endian"),
+        ("be.txt", text.encode("utf-16-be"), "big-endian"),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        p = manners("lint", str(tmp_path / name), env=env)
+        assert p.returncode == 1, p.stdout
+        assert f"error: utf-16: the file is UTF-16 ({order})" in p.stdout and "binary" not in p.stdout
+        assert "MUST be UTF-8 encoded" in p.stdout
+        p = manners("check", "/private", "--robots", str(tmp_path / name), env=env)
+        assert "utf-16" in p.stderr and "binary" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["check", "gopher://[::1/x"], ["fetch", "gopher://[::1"], ["site", "gopher://[::1"]]
+)
+def test_a_broken_ipv6_url_is_named(command: list[str], env: dict[str, str]) -> None:
+    """urllib's "Invalid IPv6 URL" alone does not say which argument is wrong: the sentence names it."""
+    p = manners(*command, env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert (
+        p.stderr.startswith("manners: 'gopher://[::1") and "is not a valid URL: Invalid IPv6 URL" in p.stderr
+    )
+    assert "Traceback" not in p.stderr
+
+
 # -- explain -----------------------------------------------------------------------------
 
 
@@ -279,6 +309,14 @@ def test_lint(tmp_path: Path, env: dict[str, str]) -> None:
     html.write_text("<!DOCTYPE html><html><head><title>Home</title></head><body>hi</body></html>\n")
     p = manners("lint", str(html), env=env)
     assert p.returncode == 1 and "error: html:" in p.stdout
+    # every error names the words it rests on; warnings do not
+    lines = p.stdout.splitlines()
+    assert lines[1] == (
+        '    rests on RFC 9309 §2.3: "The rules MUST be accessible in a file named "/robots.txt" (all'
+        " lowercase) in the top-level path of the service. The file MUST be UTF-8 encoded (as defined in"
+        ' [RFC3629]) and Internet Media Type "text/plain" (as defined in [RFC2046])."'
+    )
+    assert "rests on" not in manners("lint", str(messy), env=env).stdout
 
 
 def test_lint_profile(tmp_path: Path, env: dict[str, str]) -> None:
@@ -586,3 +624,18 @@ def test_fetch_remembers_the_gemini_certificate(tmp_path: Path, env: dict[str, s
         )
     assert "certificate changed since the last fetch" in p.stdout and "different certificate" in p.stderr
     assert data["certificate"]["sha256"] and not data["certificate_changed"]  # the new one is remembered now
+
+
+def test_a_broken_header_line_is_quoted_as_text_not_as_python(env: dict[str, str]) -> None:
+    """A server whose answer holds a header line that is no header: h11 quotes it as
+    ``bytearray(b'...')``; the sentence quotes it as text, escaped (no Python repr, no raw ESC)."""
+    from hostile import _tcp_server
+
+    def broken(line: bytes, port: int) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nBad header \x1b[31m line\r\nContent-Length: 0\r\n\r\n"
+
+    with _tcp_server(broken) as server:
+        p = manners("fetch", f"http://{HOST}:{server.port}/", "--cache", "memory", env=env)
+    said = p.stdout + p.stderr
+    assert "the server broke HTTP (illegal header line: 'Bad header \\x1b[31m line')" in said, said
+    assert "bytearray" not in said and "b'" not in said and "\x1b" not in said

@@ -223,7 +223,10 @@ def test_lint_a_gopher_error_reply_is_an_error_as_the_fetcher_reads_it(
     assert first.startswith(
         f"{SMALLNET / name}:1: error: gopher-error: a Gopher server's error reply, not a robots.txt"
     )
-    assert shown in first and p.stdout.splitlines()[1] == "1 error, 0 warnings, 0 infos"
+    assert shown in first and p.stdout.splitlines()[2] == "1 error, 0 warnings, 0 infos"
+    assert p.stdout.splitlines()[1].startswith(
+        '    rests on the Gopher draft, Robot Access Restrictions Policy: "'
+    )
     p = manners("explain", str(SMALLNET / name), env={**env, "COLUMNS": "400"})  # said first; exit 1
     assert p.returncode == 1 and p.stdout.splitlines()[0] == first
 

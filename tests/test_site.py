@@ -121,9 +121,7 @@ def test_gophernicus_as_debian_ships_it(tmp_path: Path) -> None:
     assert report.reachable and report.failed and report.diagnostics == []
     assert report.robots.outcome == "ok" and report.robots.extra["selector"] == "robots.txt"
     # the crawl found the private directory and did not enter it; every robot is kept out
-    assert row(report, "/1/private/") == dict.fromkeys(
-        ["*", "indexer", "archiver", "researcher", "webproxy"], (False, 2)
-    )
+    assert row(report, "/1/private/") == {"*": (False, 2)}  # the Gemini roles are no columns here
     assert row(report, "/0/hello.txt")["*"] == (True, None)
     assert not any("secret" in r.url for r in report.matrix)
     assert report.sample.how == "crawl" and report.sample.note is None
@@ -183,14 +181,15 @@ def test_pygopherd_as_the_suite_configures_it(tmp_path: Path) -> None:
         report = audit(f"gopher://{HOST}:{port}/", sample=5)
     assert codes(report) == [
         ("error", "gopher-robots-crlf"),
-        ("info", "gopher-menu-no-full-stop"),
         ("info", "gopher-robots-typed-selector"),
         ("info", "gopher-title-missing"),
         ("warning", "gopher-caps-missing"),
+        ("warning", "gopher-menu-no-full-stop"),
     ]
     crlf = finding(report, "gopher-robots-crlf")
     assert (crlf.line, crlf.sent, crlf.asked) == (1, "User-agent: *\\x0a", "/robots.txt")
     assert "policy files MUST comply" in crlf.words
+    assert "the Gopher robots proposal (2019-05-24) allows a bare LF" in crlf.message
     assert row(report, "/1/private")["*"] == (False, 2)
 
 
@@ -208,8 +207,8 @@ def test_pygopherd_with_a_title_and_an_lf_caps_file(tmp_path: Path) -> None:
     assert codes(report) == [
         ("error", "gopher-caps-crlf"),
         ("error", "gopher-title-selector"),
-        ("info", "gopher-menu-no-full-stop"),
         ("info", "gopher-robots-typed-selector"),
+        ("warning", "gopher-menu-no-full-stop"),
     ]
     assert "'/TITLE'" in finding(report, "gopher-title-selector").message
 
@@ -254,9 +253,9 @@ def test_a_gopher_server_that_breaks_what_real_ones_keep() -> None:
         ("error", "gopher-url-img-or-script"),
         ("error", "gopher-url-outside-ref"),
         ("error", "gopher-url-refresh"),
-        ("info", "gopher-menu-no-full-stop"),
         ("info", "gopher-robots-typed-selector"),
         ("warning", "gopher-caps-slash-differs"),
+        ("warning", "gopher-menu-no-full-stop"),
         ("warning", "gopher-robots-differ"),
     ]
     assert finding(report, "gopher-robots-differ").line == 2
@@ -285,9 +284,9 @@ def test_the_command_line_escapes_what_the_server_sent(env: dict[str, str]) -> N
     assert "\x1b" not in p.stdout and "\\x1b]0;pwned\\x07" in p.stdout
     assert "error: gopher-url-refresh: the redirect page has a refresh of 30 s" in p.stdout
     assert "rests on the Gopher draft, Linking to Web Addresses:" in p.stdout
-    assert "4 errors, 2 warnings, 2 infos" in p.stdout
+    assert "4 errors, 3 warnings, 1 info" in p.stdout
     agrees("manners site", data)
-    assert data["counts"] == {"error": 4, "warning": 2, "info": 2}
+    assert data["counts"] == {"error": 4, "warning": 3, "info": 1}
     assert [f["severity"] for f in data["findings"]][:4] == ["error"] * 4
     assert data["robots_txt"]["status"] is None and data["robots_txt"]["outcome"] == "ok"
     assert "\x1b" not in raw and "\\x1b]0;pwned\\x07" in finding_json(data, "gopher-url-refresh")["sent"]
@@ -611,12 +610,13 @@ def test_molly_brown_serving_robots_txt_as_text_gemini(tmp_path: Path, env: dict
 @pytest.mark.parametrize(
     ("header", "expected"),
     [
-        (b"31 gemini://elsewhere.example/robots.txt\r\n", [("warning", "gemini-robots-redirect-offhost")]),
+        (b"31 https://elsewhere.example/robots.txt\r\n", [("warning", "gemini-robots-redirect-offhost")]),
         (
             b"31 /robots.txt\r\n",
-            [("info", "gemini-robots-redirect"), ("info", "gemini-robots-redirects-too-many")],
+            [("info", "gemini-robots-redirect"), ("warning", "gemini-robots-redirects-too-many")],
         ),
-        (b"44 5\r\n", [("info", "gemini-robots-temporary")]),
+        (b"44 5\r\n", [("warning", "gemini-robots-temporary")]),
+        (b"40 Down for maintenance\r\n", [("warning", "gemini-robots-temporary")]),
         (b"10 Your name?\r\n", [("warning", "gemini-robots-unservable")]),
         (b"20 text/plain; charset=iso-8859-1\r\nUser-agent: *\r\n", [("error", "gemini-robots-charset")]),
         (b"53 No proxying\r\n", [("info", "gemini-robots-absent")]),
@@ -630,7 +630,7 @@ def test_gemini_answers_for_robots_txt(header: bytes, expected: Expected) -> Non
     assert codes(report) == sorted(expected + cert)
     assert len(asked) == (
         6 if header.startswith(b"31 /") else 1
-    )  # never off the host; five redirects followed
+    )  # five redirects followed; not one to another scheme
 
 
 # -- HTTP: nginx ---------------------------------------------------------------------------------
@@ -668,6 +668,8 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         + f" location = /r6 {{ {plain} }}",
         "unavailable": "location = /robots.txt { return 404; }",
         "unreachable": "location = /robots.txt { return 503; }",
+        "too-many-requests": "location = /robots.txt { return 429; }",
+        "tls-to-plain": "location = /robots.txt { return 301 https://$host:$server_port/robots.txt; }",
         "charset": f"location = /robots.txt {{ charset iso-8859-1; charset_types text/plain; {plain} }}",
         "big": f"location = /robots.txt {{ alias {root}/big.txt; }}",
     }
@@ -689,14 +691,8 @@ def test_nginx_serving_robots_txt_well(web: dict[str, Any]) -> None:
         ("/b.html", "sitemap"),
         ("/private/q.html?a=1&b=2", "sitemap"),
     ]
-    assert row(report, "/private/p.html") == {
-        "*": (False, 2),
-        "indexer": (False, 2),
-        "archiver": (False, 2),
-        "researcher": (False, 2),
-        "webproxy": (False, 2),
-        "googlebot": (False, 5),
-    }
+    assert row(report, "/private/p.html") == {"*": (False, 2), "googlebot": (False, 5)}  # no Gemini roles
+    assert [c.name for c in report.columns] == ["*", "googlebot"]
     assert row(report, "/a.html")["googlebot"] == (False, 5) and row(report, "/a.html")["*"] == (True, None)
     hits = timed_log(web["log"])
     assert [h.path for h in hits] == ["/robots.txt", "/", "/sitemap.xml"]
@@ -709,9 +705,10 @@ def test_nginx_serving_robots_txt_well(web: dict[str, Any]) -> None:
     [
         ("soft-404", [("error", "http-robots-type"), ("info", "http-robots-html")], ["html"]),
         ("html-type", [("error", "http-robots-type")], []),
-        ("redirects", [("info", "http-robots-redirect"), ("info", "http-robots-redirects-too-many")], []),
+        ("redirects", [("info", "http-robots-redirect"), ("warning", "http-robots-redirects-too-many")], []),
         ("unavailable", [("info", "http-robots-absent")], []),
-        ("unreachable", [("info", "http-robots-unreachable")], []),
+        ("unreachable", [("warning", "http-robots-unreachable")], []),
+        ("too-many-requests", [("warning", "http-robots-unreachable")], []),
         ("charset", [("error", "http-robots-charset")], []),
         ("big", [("info", "http-robots-too-large")], ["truncated"]),
     ],
@@ -723,7 +720,7 @@ def test_nginx_serving_robots_txt_badly(
     assert codes(report) == expected
     assert [d.code for d in report.diagnostics] == lint
     assert report.failed == (any(s == "error" for s, _ in expected) or "html" in lint)
-    if block == "unreachable":  # a 503: everything disallowed, so the sample fetched nothing
+    if block in ("unreachable", "too-many-requests"):  # everything disallowed: the sample fetched nothing
         assert report.robots.outcome == "unreachable" and row(report, "/")["*"][0] is False
         assert report.requests == 1
 
@@ -749,6 +746,7 @@ def test_nginx_json_and_exit_status(web: dict[str, Any], env: dict[str, str]) ->
     assert p.returncode == 0, p.stderr
     assert "the server's answers break no rule the audit checks" in p.stdout
     assert "Who may fetch what: 5 URLs from the home page and the sitemaps" in p.stdout
+    assert not {"archiver", "researcher", "webproxy"} & set(p.stdout.split())  # no Gemini role columns
     assert "0 errors, 0 warnings, 0 infos" in p.stdout
 
 
@@ -803,12 +801,215 @@ def test_urls_of_another_server_are_refused_before_anything_is_sent(tmp_path: Pa
 
 def test_every_rule_quotes_its_words() -> None:
     """Each check names its document and section and carries words; the severity follows them:
-    an error's words hold MUST, SHALL or PROHIBITED, a warning's SHOULD, RECOMMENDED or should."""
+    an error's words hold MUST, SHALL or PROHIBITED, a warning's SHOULD, RECOMMENDED or should,
+    except an answer that keeps every robot off the whole server, a warning at least, whose
+    words are the crawler's "MUST assume complete disallow"."""
+    from manners.admin.site.report import UNREACHABLE_WORDS
+
     every = rules()
-    assert len({r.code for r in every}) == len(every) == 49
+    assert len({r.code for r in every}) == len(every) == 53
     for r in every:
         assert r.basis and len(r.words) > 20, r
         if r.severity == "error":
             assert any(w in r.words for w in ("MUST", "SHALL", "PROHIBITED")), r
         if r.severity == "warning":
-            assert any(w in r.words for w in ("SHOULD", "RECOMMENDED", "should")), r
+            assert any(w in r.words for w in ("SHOULD", "RECOMMENDED", "should")) or (
+                r.words == UNREACHABLE_WORDS and "MUST assume complete disallow" in r.words
+            ), r
+    kept_off = {r.code for r in every if r.words == UNREACHABLE_WORDS}
+    assert kept_off == {
+        "gemini-robots-temporary",
+        "gemini-robots-unreachable",
+        "gopher-robots-unreachable",
+        "http-robots-unreachable",
+    }
+    assert all(r.severity == "warning" for r in every if r.code in kept_off)
+    assert {r.code: r.severity for r in every if "redirects-too-many" in r.code or "full-stop" in r.code} == {
+        "gemini-robots-redirects-too-many": "warning",
+        "http-robots-redirects-too-many": "warning",
+        "gopher-menu-no-full-stop": "warning",
+    }
+
+
+# -- issue 31: one robot's reading everywhere ---------------------------------------------------
+
+
+def test_an_off_host_gemini_redirect_to_a_host_that_is_down_is_read_as_check_reads_it(
+    env: dict[str, str],
+) -> None:
+    """robots.txt redirected (31) to another server that is down: a robot follows the redirect (RFC
+    9309 §2.3.1.2, "even across authorities"), gets no answer, and must take everything as
+    disallowed.  ``site`` says so, as ``check`` does on the same URL, and warns that every robot is
+    kept off the server."""
+    dead = free_port()
+    moved = f"gemini://localhost:{dead}/robots.txt"
+    with fault_server("answer", "gemini", answer=f"31 {moved}\r\n".encode()) as server:
+        report = audit(server.url, urls=["/a.gmi"])
+        site = manners("site", server.url, "--urls", "/dev/null", "--delay", "0.02", "--json", env=env)
+        check = manners("check", f"{server.url}a.gmi", "--json", "--cache", "memory", env=env)
+        asked = server.requests()
+    assert report.robots.outcome == "unreachable" and report.robots.redirects == (moved,)
+    assert row(report, "/a.gmi")["*"][0] is False
+    data, checked = json.loads(site.stdout), json.loads(check.stdout)
+    agrees("manners site", data)
+    assert data["robots_txt"]["outcome"] == checked["robots"][0]["outcome"] == "unreachable"
+    assert checked["results"][0]["allowed"] is False and check.returncode == 1
+    assert ("warning", "gemini-robots-redirect-offhost") in codes(report)
+    kept_off = finding(report, "gemini-robots-unreachable")
+    assert kept_off.severity == "warning" and kept_off.asked == moved and "disallowed" in kept_off.message
+    assert len(asked) == 3  # the audit, site and check each asked the server once; the other is down
+
+
+def test_a_gopher_server_that_answers_every_selector_alike_is_read_as_robots_read_it() -> None:
+    """Every selector gets the same text, 600,000 bytes of it: a robot asks for robots.txt and
+    reads that text as its robots.txt (cut at 512,000 bytes).  The audit says the same (it was
+    read, every selector is answered alike), never "there is no robots.txt", and lint's
+    findings on it come grouped."""
+    line = b"Hello from the one page this server has.\r\n"
+    same = line * (600_000 // len(line))
+    with _tcp_server(lambda request, port: same) as server:
+        report = audit(f"gopher://{HOST}:{server.port}/", sample=0)
+        asked = server.selectors()
+    assert report.robots.outcome == "ok" and report.robots.truncated
+    assert report.robots.extra["selector"] == "robots.txt" and len(report.robots.body) == 512_000
+    found = codes(report)
+    assert ("info", "gopher-robots-absent") not in found
+    assert ("warning", "gopher-robots-everywhere") in found
+    everywhere = finding(report, "gopher-robots-everywhere")
+    assert everywhere.asked == "robots.txt" and "robots read that answer as robots.txt" in everywhere.message
+    assert asked[:3] == ["robots.txt", "/robots.txt", "0/robots.txt"]
+
+
+def test_about_txt_served_as_a_directory_is_no_file(tmp_path: Path) -> None:
+    """gophernicus serves a directory named about.txt as a menu: the draft says the server MUST
+    have a *file* of that name, so that is an error (and /about.txt, a menu too, is asked)."""
+    files = {**{k: v for k, v in HOLE.items() if k != "about.txt"}, "about.txt/contact.txt": "Ask.\n"}
+    with gophernicus(tree(tmp_path / "hole", files)) as port:
+        report = audit(f"gopher://{HOST}:{port}/", sample=0)
+    found = finding(report, "gopher-about-not-file")
+    assert found.severity == "error" and "a menu (a directory), not a file" in found.message
+    assert "MUST have a file" in found.words and found.asked == "about.txt"
+    assert ("error", "gopher-about-missing") not in codes(report)
+
+
+def test_repeated_lint_findings_are_grouped(env: dict[str, str]) -> None:
+    """14,000 lines that are no 'field: value' line: three shown, the rest counted in one line;
+    --json keeps every one."""
+    line = b"Hello from the one page this server has.\r\n"
+    same = line * (600_000 // len(line))
+    with _tcp_server(lambda request, port: same) as server:
+        url = f"gopher://{HOST}:{server.port}/"
+        p = manners("site", url, "--sample", "0", "--delay", "0.02", env=env)
+        data = json.loads(manners("site", url, "--sample", "0", "--delay", "0.02", "--json", env=env).stdout)
+    unparsable = [d for d in data["diagnostics"] if d["code"] == "unparsable"]
+    assert len(unparsable) > 10_000
+    shown = [text for text in p.stdout.splitlines() if ": unparsable:" in text]
+    assert len(shown) == 4, shown
+    assert shown[-1].strip() == (
+        f"robots.txt: warning: unparsable: … and {len(unparsable) - 3:,} more"
+        f" (lines {unparsable[3]['line']:,} to {unparsable[-1]['line']:,})"
+    )
+    assert len(p.stdout.splitlines()) < 60
+
+
+def test_lint_and_the_matrix_read_records_after_the_star_alike(tmp_path: Path) -> None:
+    """A record after 'User-agent: *' on a Gopher server: the matrix obeys it (the gopher reading
+    reads every record), and lint says so, not that robots ignore it."""
+    robots = "User-agent: *\r\nDisallow: /private\r\n\r\nUser-agent: mybot\r\nDisallow: /\r\n"
+    with gophernicus(tree(tmp_path / "hole", {**HOLE, "robots.txt": robots})) as port:
+        report = audit(f"gopher://{HOST}:{port}/", urls=["/0/hello.txt"])
+    assert row(report, "/0/hello.txt")["mybot"] == (False, 5) and row(report, "/0/hello.txt")["*"][0]
+    (after,) = [d for d in report.diagnostics if d.code == "after-star"]
+    assert after.line == 4 and "Gopher robots read it" in after.message
+    assert "ignore everything" not in after.message
+
+
+def test_every_error_names_its_words_lint_s_too(web: dict[str, Any], env: dict[str, str]) -> None:
+    """A soft 404 (an HTML page as robots.txt): lint's html error names RFC 9309 §2.3 and its words,
+    on the terminal and in JSON."""
+    url = f"http://{HOST}:{web['ports']['soft-404']}/"
+    p = manners("site", url, "--delay", "0.02", "--sample", "0", env=env)
+    lines = p.stdout.splitlines()
+    (at,) = [n for n, text in enumerate(lines) if "error: html:" in text]
+    assert lines[at + 1].strip().startswith('rests on RFC 9309 §2.3: "The rules MUST be accessible')
+    errors = [text for text in lines if text.lstrip().startswith(("error:", "robots.txt:1: error:"))]
+    assert errors and all(
+        lines[lines.index(e) + 1].lstrip().startswith(("rests on", "asked:", "sent:")) for e in errors
+    )
+    data = json.loads(manners("site", url, "--delay", "0.02", "--sample", "0", "--json", env=env).stdout)
+    agrees("manners site", data)
+    (html,) = data["diagnostics"]
+    assert html["basis"] == "RFC 9309 §2.3" and "MUST be UTF-8 encoded" in html["words"]
+
+
+def test_a_gopher_robots_txt_selector_with_no_answer_keeps_robots_off_a_warning() -> None:
+    """robots.txt is a type-3 error, /robots.txt stalls: robots must take everything as disallowed
+    (the fetcher's reading), and the audit warns of it."""
+    runner = _Loop()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        runner.writers.add(writer)
+        line = (await reader.readline()).rstrip(b"\r\n")
+        if line == b"/robots.txt":
+            await asyncio.sleep(3600)  # cancelled when the server stops
+        writer.write(b"3Not found\t\terror.host\t1\r\n.\r\n")
+        writer.close()
+
+    port = runner.serve(handle)
+    try:
+        report = audit(f"gopher://{HOST}:{port}/", timeout=1.0, sample=0, urls=["/x"])
+    finally:
+        runner.stop()
+    assert report.robots.outcome == "unreachable" and row(report, "/x")["*"][0] is False
+    kept_off = finding(report, "gopher-robots-unreachable")
+    assert kept_off.severity == "warning" and kept_off.asked == "/robots.txt"
+    assert "disallowed" in kept_off.message
+
+
+def test_a_redirect_with_an_escape_in_its_location_is_an_answer(env: dict[str, str]) -> None:
+    """A 301 whose Location holds ESC: the server answered (a redirect no robot can follow, so
+    robots.txt is unavailable), as ``check`` reads it too; never "the server did not answer", and
+    the escape is shown escaped."""
+
+    def moved(line: bytes, port: int) -> bytes:
+        return (
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: /r\x1b]0;pwned\x07\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+
+    with _tcp_server(moved) as server:
+        url = f"http://{HOST}:{server.port}/"
+        report = audit(url, urls=["/a"])
+        p = manners("site", url, "--urls", "/dev/null", "--delay", "0.02", env=env)
+        check = manners("check", f"{url}a", "--json", "--cache", "memory", env=env)
+        asked = server.snapshot()
+    assert report.reachable and report.robots.outcome == "unavailable" and report.robots.status == 301
+    absent = finding(report, "http-robots-absent")
+    assert "Location robots cannot follow ('/r\\x1b]0;pwned\\x07')" in absent.message
+    assert p.returncode == 0, p.stderr
+    assert "did not answer" not in p.stdout + p.stderr and "\x1b" not in p.stdout + p.stderr
+    checked = json.loads(check.stdout)
+    assert checked["robots"][0]["outcome"] == "unavailable" and checked["results"][0]["allowed"] is True
+    assert len(asked) == 3  # one request each: the Location is never requested
+
+
+def test_a_malformed_gemini_header_is_quoted_as_text_not_as_python() -> None:
+    """What the server sent is quoted escaped, as every finding quotes it: no b'...' or
+    bytearray(...) repr of Python's in a message."""
+    with fault_server("answer", "gemini", answer=b"2x \x1b[31mtext/plain\r\n") as server:
+        report = audit(server.url, sample=0)
+    said = finding(report, "gemini-robots-unservable").message
+    assert "malformed header '2x \\x1b[31mtext/plain'" in said, said
+    assert "b'" not in said and "bytearray" not in said and "\x1b" not in said
+
+
+def test_one_tls_failure_is_said_once(web: dict[str, Any], env: dict[str, str]) -> None:
+    """nginx redirects robots.txt to https:// on its own plain port: the handshake fails.  The
+    failure's words come once (robots.txt's meaning), the warning names it, no third copy."""
+    url = f"http://{HOST}:{web['ports']['tls-to-plain']}/"
+    p = manners("site", url, "--delay", "0.02", "--sample", "0", env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("the TLS handshake failed") == 1, p.stdout
+    assert "robots.txt: the TLS handshake failed while fetching https://" in p.stdout
+    assert "warning: http-robots-unreachable: robots.txt got no answer (tls-error)" in p.stdout
+    assert "site-unanswered" not in p.stdout

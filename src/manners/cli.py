@@ -47,7 +47,7 @@ from . import __version__
 from ._core import head_lines
 from .agents import require_token
 from .cache import CacheError
-from .diagnostics import lint, quoted, said, whole_file
+from .diagnostics import lint, quoted, rests_on, said, whole_file
 from .fetch import robots_locations
 from .fetch.locations import DEFAULT_PORTS
 from .profiles import PROFILES, RFC9309, profile_for
@@ -841,6 +841,9 @@ def cmd_lint(args: argparse.Namespace, out: Out) -> int:
         style = {"error": "bold red", "warning": "yellow", "info": "dim"}
         for d in found:
             out.line(said(src.name, d), style[d.severity])
+            basis = rests_on(d)
+            if basis is not None:
+                out.line(f'    rests on {basis[0]}: "{basis[1]}"', "dim")
         counts = {s: sum(d.severity == s for d in found) for s in ("error", "warning", "info")}
         out.line(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()))
     return 1 if any(d.severity == "error" for d in found) else 0

@@ -30,6 +30,28 @@ _NUMBER = re.compile(r"\d+(\.\d+)?$")
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")  # a scheme, then an authority
 
 
+# The words the errors rest on (a file that is no robots.txt at all): code -> (document, words).
+ACCESS_WORDS = (  # RFC 9309 §2.3, shared with manners site's rules
+    'The rules MUST be accessible in a file named "/robots.txt" (all lowercase) in the top-level path of'
+    " the service. The file MUST be UTF-8 encoded (as defined in [RFC3629]) and Internet Media Type"
+    ' "text/plain" (as defined in [RFC2046]).'
+)
+_POLICY_FILE = "The policy file, if it exists, MUST be accessible via Gopher on the local address /robots.txt"
+ERROR_WORDS = {
+    "html": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "binary": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "utf-16": ("RFC 9309 §2.3", ACCESS_WORDS),
+    "gopher-error": ("the Gopher draft, Robot Access Restrictions Policy", _POLICY_FILE),
+    "gopher-menu": ("the Gopher draft, Robot Access Restrictions Policy", _POLICY_FILE),
+}
+
+
+def rests_on(d: Diagnostic) -> tuple[str, str] | None:
+    """The document and the very words an error rests on (None for a warning or information),
+    so that every error names them, as ``manners site``'s findings do."""
+    return ERROR_WORDS.get(d.code) if d.severity == "error" else None
+
+
 def quoted(text: str) -> str:
     """``text`` from the file, quoted for a message: every control character and every byte
     that is not UTF-8 escaped as the terminal shows it (``\\xff``), so that a message is safe
@@ -51,6 +73,8 @@ def whole_file(robots: RobotsTxt, body: bytes | None = None) -> list[Diagnostic]
     that "everything is allowed" is never said of a file nobody read."""
     _, truncated, _, _, _, _, binary, html, _ = robots._table()
     cut, not_robots = _whole_file(truncated, binary, html)
+    if body is not None and (wide := utf16(body)) is not None:
+        return [wide]
     if not_robots is None and body is not None:
         not_robots = gopher_reply(body)
     return [not_robots] if not_robots is not None else cut
@@ -59,8 +83,30 @@ def whole_file(robots: RobotsTxt, body: bytes | None = None) -> list[Diagnostic]
 def lint(robots: RobotsTxt, body: bytes) -> list[Diagnostic]:
     """Every finding ``manners lint`` reports: a Gopher reply that says "no such file" is one
     error, as the fetcher reads it (no robots.txt), not a warning per line of it."""
-    reply = gopher_reply(body)
+    reply = utf16(body) or gopher_reply(body)
     return [reply] if reply is not None else robots.diagnostics
+
+
+def utf16(body: bytes) -> Diagnostic | None:
+    """An error when ``body`` is UTF-16 (a byte order mark FF FE or FE FF, or every other byte
+    NUL in its first line's worth): RFC 9309 §2.3 says "The file MUST be UTF-8 encoded", and a
+    UTF-16 file is not a binary file, which is what the engine alone would call it."""
+    from .robots import Diagnostic
+
+    head = body[:200]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        order = "little-endian" if head[:2] == b"\xff\xfe" else "big-endian"
+    elif len(head) >= 8 and head[1::2].count(0) == len(head[1::2]) and 0 not in head[0::2]:
+        order = "little-endian"
+    elif len(head) >= 8 and head[0::2].count(0) == len(head[0::2]) and 0 not in head[1::2]:
+        order = "big-endian"
+    else:
+        return None
+    what = (
+        f"the file is UTF-16 ({order}), which a robots.txt must not be: RFC 9309 says 'The file MUST be"
+        " UTF-8 encoded'; robots read no rules in it (save it as UTF-8)"
+    )
+    return Diagnostic(1, "error", "utf-16", what)
 
 
 def gopher_reply(body: bytes) -> Diagnostic | None:
@@ -184,8 +230,10 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                         number,
                         "warning",
                         "after-star",
-                        f"this record follows 'User-agent: *' (line {star_record_at}); "
-                        "the Gopher draft says robots ignore everything after it",
+                        f"this record follows 'User-agent: *' (line {star_record_at}): Gopher robots"
+                        " read it (the 2019 proposal and RFC 9309 read every record, and so does"
+                        " manners), though the Gopher draft says anything below 'User-agent: *' will be"
+                        " ignored; list 'User-agent: *' last so that every robot reads the file alike",
                     )
                 seen_rule_after_agent = False
             seen_agent = True

@@ -7,11 +7,14 @@ robot's fetch names it.
 
 from __future__ import annotations
 
+import ast
 import functools
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ..terminal import safe
 from .net import Deadlines, NetworkError, failure
 from .outcome import MAX_REDIRECTS, FetchResult, http_redirect, http_result, too_many_redirects, unreachable
 
@@ -63,7 +66,25 @@ def client(deadlines: Deadlines, user_agent: str) -> httpx.AsyncClient:
 
     timeout = httpx.Timeout(deadlines.read, connect=deadlines.connect)
     headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip", "Accept": "text/plain, */*;q=0.5"}
-    return httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False, verify=tls_context())
+    return _client_class()(timeout=timeout, headers=headers, follow_redirects=False, verify=tls_context())
+
+
+@functools.cache
+def _client_class() -> type[httpx.AsyncClient]:
+    """httpx's client, but a redirect whose ``Location`` is no URL (a control character in it)
+    is still an answer: httpx builds the next request of every redirect, even unfollowed, and
+    fails the whole exchange when it cannot ("the server did not answer", though it did).  The
+    caller follows redirects itself and reads ``Location`` as ``outcome.http_redirect`` says."""
+    import httpx
+
+    class Client(httpx.AsyncClient):
+        def _build_redirect_request(self, request: httpx.Request, response: httpx.Response) -> httpx.Request:
+            try:
+                return super()._build_redirect_request(request, response)
+            except httpx.RemoteProtocolError:
+                return request  # never sent: the caller decides what a redirect means
+
+    return Client
 
 
 @functools.cache
@@ -99,7 +120,24 @@ def network_error(exc: BaseException, url: str) -> NetworkError:
             return named
         cause = cause.__cause__ or cause.__context__
     if isinstance(exc, httpx.RemoteProtocolError):
-        return NetworkError("protocol-error", f"the server broke HTTP ({exc})")
+        return NetworkError("protocol-error", f"the server broke HTTP ({as_text(str(exc))})")
     if isinstance(exc, httpx.ReadError):
         return NetworkError("connection-reset", f"the connection broke while reading {url}")
     return NetworkError("network-error", f"{type(exc).__name__}: {exc}")
+
+
+_BYTES_REPR = re.compile(r"""(?:bytearray\()?b(['"])((?:\\.|(?!\1).)*)\1\)?""")
+
+
+def as_text(message: str) -> str:
+    """An HTTP library's message with the bytes it quotes (h11 writes ``bytearray(b'...')``) as
+    the text they hold, quoted and escaped as every message quotes what a server sent."""
+
+    def quoted(m: re.Match[str]) -> str:
+        try:
+            raw = ast.literal_eval("b" + m[1] + m[2] + m[1])
+        except (ValueError, SyntaxError):
+            return safe(m[0])
+        return "'" + safe(raw.decode("utf-8", "surrogateescape")) + "'"
+
+    return safe(_BYTES_REPR.sub(quoted, message))

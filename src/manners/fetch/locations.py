@@ -46,8 +46,8 @@ def robots_locations(url: str) -> list[str]:
     ``/robots.txt`` (the contemporary draft), then ``0/robots.txt`` (UMN-style
     servers), each written as an RFC 4266 URL of item type 0.
     """
+    host, port = split_authority(url)  # first: it names ``url`` in its ValueError ("Invalid IPv6 URL")
     scheme = urlsplit(url.strip()).scheme.lower()
-    host, port = split_authority(url)
     shown = f"[{host}]" if ":" in host else host
     authority = shown if port == DEFAULT_PORTS[scheme] else f"{shown}:{port}"
     if scheme == "gopher":

@@ -16,6 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ..profiles import Profile
 from ..robots import RobotsTxt, parse, verdict
+from ..terminal import safe
 
 Outcome = Literal["ok", "unavailable", "unreachable", "retry"]
 
@@ -106,9 +107,12 @@ def _result(
 
 
 def http_redirect(status: int, headers: Mapping[str, str], current: str) -> str | None:
-    """Where a 3xx answer sends us, or None when it is no redirect we can follow."""
+    """Where a 3xx answer sends us, or None when it is no redirect we can follow (no
+    ``Location``, another scheme, or one holding a control character or a space: no URL)."""
     location = headers.get("location")
     if not 300 <= status < 400 or not location:
+        return None
+    if _NOT_IN_URL.search(location.strip()):
         return None
     target = urljoin(current, location.strip())
     return target if urlsplit(target).scheme in ("http", "https") else None
@@ -147,6 +151,7 @@ def too_many_redirects(url: str, status: int | str, redirects: tuple[str, ...]) 
     return unavailable(url, status, why, redirects[-1] if redirects else url, redirects=redirects)
 
 
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f]")  # RFC 3986: no control character, no space in a URL
 _MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
 
 
@@ -204,7 +209,8 @@ def gemini_header(data: bytes) -> tuple[int, str, int] | None:
         return None
     m = _GEMINI_HEADER.fullmatch(data[: end + 1])
     if m is None:
-        raise ValueError(f"malformed header {data[: min(end, 40)]!r}")
+        shown = safe(bytes(data[: min(end, 40)]).removesuffix(b"\r").decode("utf-8", "surrogateescape"))
+        raise ValueError(f"malformed header '{shown}'")
     meta = (m[2] or b"").strip()
     if len(meta) > GEMINI_HEADER_MAX:
         raise ValueError("header meta longer than 1024 bytes")

@@ -10,15 +10,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...cli import Out, UsageError, check_agent, is_url, label, table_cell, url_path, verdict_cell
 from ...diagnostics import said
 from ...options import count, delay
 from ...terminal import safe
 from .probe import audit_site
-from .report import SEVERITIES, SiteReport
+from .report import SEVERITIES, SiteReport, lint_basis
+
+if TYPE_CHECKING:
+    from ...robots import Diagnostic
 
 EXAMPLES = """examples:
   manners site gopher://example.org/
@@ -28,8 +32,11 @@ EXAMPLES = """examples:
   manners site gopher://localhost:7070/ --delay 0.1      (your own server: less time between requests)
 
 Each finding names the words it rests on: a MUST, SHALL or PROHIBITED broken is an error,
-a SHOULD a warning, the rest information.  The audit reads robots.txt afresh and keeps
-nothing (--cache and --cached change nothing here).
+a SHOULD a warning, the rest information; an answer that keeps every robot off the whole
+server (HTTP 5xx or 429, Gemini 4x, no answer) is a warning at least.  robots.txt is read
+as a robot reads it (redirects followed, off the server too), and lint's findings of one
+kind are shown three at a time ("... and 7,209 more"; --json has them all).  The audit
+reads robots.txt afresh and keeps nothing (--cache and --cached change nothing here).
 
 exit status: 0 no error-level finding; 1 an error-level finding (lint's included);
 2 a usage error, or the server did not answer"""
@@ -137,14 +144,39 @@ def show(report: SiteReport, out: Out) -> None:
     if result.outcome == "ok":
         if report.diagnostics:
             out.line(f"lint of robots.txt ({report.profile}):")
-            for d in report.diagnostics:
-                out.line("  " + said("robots.txt", d), STYLE[d.severity])
+            for text, severity in lint_lines(report.diagnostics):
+                out.line("  " + text, STYLE[severity])
         else:
             out.line(f"lint of robots.txt ({report.profile}): no findings", "green")
         out.line("")
     show_matrix(report, out)
     counts = report.counts()
     out.line(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()), STYLE[_worst(counts)])
+
+
+SHOWN_PER_CODE = 3  # lint findings of one code shown one by one; the rest are counted in one line
+
+
+def lint_lines(diagnostics: Sequence[Diagnostic]) -> list[tuple[str, str]]:
+    """Lint's findings as lines (and their severity): the first SHOWN_PER_CODE of each code and
+    severity, then one line that counts the rest ("… and 7,209 more"), so that a file of 14,000
+    bad lines is a few lines of report, not 14,000 (``--json`` keeps every one)."""
+    by: dict[tuple[str, str], list[Diagnostic]] = {}
+    for d in diagnostics:
+        by.setdefault((d.severity, d.code), []).append(d)
+    lines = []
+    for (severity, code), found in by.items():
+        for d in found[:SHOWN_PER_CODE]:
+            lines.append((said("robots.txt", d), severity))
+            basis = lint_basis(d)
+            if basis is not None:
+                lines.append((f'    rests on {basis[0]}: "{basis[1]}"', "info"))
+        rest = found[SHOWN_PER_CODE:]
+        if rest:
+            numbers = [d.line for d in rest if d.line is not None]
+            where = f" (lines {numbers[0]:,} to {numbers[-1]:,})" if len(numbers) > 1 else ""
+            lines.append((f"robots.txt: {severity}: {code}: … and {len(rest):,} more{where}", severity))
+    return lines
 
 
 def _worst(counts: dict[str, int]) -> str:

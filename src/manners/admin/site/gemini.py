@@ -1,10 +1,10 @@
 """How a Gemini server speaks to robots: pure checks over the answers to ``/robots.txt``.
 
-The audit asks for ``/robots.txt``, follows redirects on the same host (never off it, at most
-five, as RFC 9309 §2.3.1.2 lets a crawler stop), and hands every answer here with the
-server's certificate.  RFC 9309 applies to any URI scheme ("This document applies to services
-that provide resources that clients can access through URIs"), so its MUSTs bind a Gemini
-server as they bind a Web server; the Gemini companion's "should" words are warnings.
+The audit asks for ``/robots.txt`` and follows redirects as a robot does (to any gemini://
+URL, off the server too, at most five, as RFC 9309 §2.3.1.2 lets a crawler stop), and hands
+every answer here with the server's certificate.  RFC 9309 applies to any URI scheme ("This
+document applies to services that provide resources that clients can access through URIs"), so
+its MUSTs bind a Gemini server as they bind a Web server; the Gemini companion's "should" words are warnings.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from .report import (
     COMPANION,
     REDIRECT_WORDS,
     RFC9309,
-    UNANSWERED,
     UNAVAILABLE_WORDS,
     UNREACHABLE_WORDS,
     Finding,
@@ -43,9 +42,11 @@ ROBOTS_CHARSET = Rule("gemini-robots-charset", "error", f"{RFC9309} §2.3", ACCE
 ROBOTS_REDIRECT = Rule("gemini-robots-redirect", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS)
 ROBOTS_REDIRECT_OFFHOST = Rule("gemini-robots-redirect-offhost", "warning", f"{COMPANION}, Basics", _WHERE)
 ROBOTS_REDIRECTS_TOO_MANY = Rule(
-    "gemini-robots-redirects-too-many", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
+    "gemini-robots-redirects-too-many", "warning", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
 )
-ROBOTS_TEMPORARY = Rule("gemini-robots-temporary", "info", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
+# an answer that keeps every robot off the whole server is a warning at least (report.KEPT_OFF)
+ROBOTS_TEMPORARY = Rule("gemini-robots-temporary", "warning", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
+ROBOTS_UNREACHABLE = Rule("gemini-robots-unreachable", "warning", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
 ROBOTS_UNSERVABLE = Rule("gemini-robots-unservable", "warning", f"{COMPANION}, Basics", _WHERE)
 CERT = Rule("gemini-cert", "info", AUDIT, _CERTIFICATE)
 CERT_EXPIRED = Rule("gemini-cert-expired", "info", AUDIT, _CERTIFICATE)
@@ -60,6 +61,7 @@ RULES = (
     ROBOTS_REDIRECT_OFFHOST,
     ROBOTS_REDIRECTS_TOO_MANY,
     ROBOTS_TEMPORARY,
+    ROBOTS_UNREACHABLE,
     ROBOTS_UNSERVABLE,
     CERT,
     CERT_EXPIRED,
@@ -88,6 +90,15 @@ def target(hop: Hop) -> str | None:
     return gemini_redirect(hop.status, hop.meta, hop.url) or (hop.meta if "://" in hop.meta else None)
 
 
+def followed(hop: Hop) -> str | None:
+    """Where a robot goes after this answer: the gemini:// URL a 3x names, on this server or off
+    it (RFC 9309 §2.3.1.2: "even across authorities"), as ``manners.fetch.gemini`` follows; None
+    when the answer is no redirect a robot can follow."""
+    if hop.status is None:
+        return None
+    return gemini_redirect(hop.status, hop.meta, hop.url)
+
+
 def same_server(url: str, other: str) -> bool:
     """The same scheme, host and port."""
     try:
@@ -99,32 +110,50 @@ def same_server(url: str, other: str) -> bool:
 
 
 def check(hops: list[Hop]) -> list[Finding]:
-    """The findings one chain of answers for /robots.txt gives, first request first."""
+    """The findings one chain of answers for /robots.txt gives, first request first: every hop
+    but the last is a redirect the audit followed, as a robot follows it (off the server too)."""
     first, final = hops[0], hops[-1]
     out: list[Finding] = []
-    moved = [h for h in hops if h.status is not None and h.status // 10 == 3]
-    followed = [h for h in moved if (t := target(h)) is not None and same_server(t, first.url)]
-    if followed:
-        chain = " -> ".join([first.url, *(target(h) or "" for h in followed)])
+    chain = hops[:-1]
+    if chain:
+        targets = [followed(h) or "" for h in chain]
         out.append(
             ROBOTS_REDIRECT.found(
-                f"/robots.txt is redirected {len(followed)} time{'s' if len(followed) != 1 else ''}:"
-                f" {chain}; robots"
-                " follow at most five",
-                sent=f"{followed[0].status} {followed[0].meta}",
-                asked=followed[0].url,
+                f"/robots.txt is redirected {len(chain)} time{'s' if len(chain) != 1 else ''}:"
+                f" {' -> '.join([first.url, *targets])}; robots follow at most five",
+                sent=f"{chain[0].status} {chain[0].meta}",
+                asked=chain[0].url,
             )
         )
+    for hop in chain:
+        going = followed(hop) or ""
+        if not same_server(going, first.url):
+            out.append(
+                ROBOTS_REDIRECT_OFFHOST.found(
+                    f"/robots.txt is redirected off the server, to {repr_text(going)}: robots follow it"
+                    " there (RFC 9309 lets them) and obey what that server answers, but a server's policy"
+                    " belongs on the server itself",
+                    sent=f"{hop.status} {hop.meta}",
+                    asked=hop.url,
+                )
+            )
+            break
     if final.error is not None:
         if final.error.startswith(MALFORMED):
             out.append(
                 ROBOTS_UNSERVABLE.found(
-                    f"/robots.txt is answered with no valid Gemini header ({final.error})", asked=final.url
+                    f"/robots.txt is answered with no valid Gemini header ({final.error}): robots take"
+                    " everything as disallowed",
+                    asked=final.url,
                 )
             )
         else:
-            out.append(
-                UNANSWERED.found(f"no answer to {repr_text(final.url)}: {final.error}", asked=final.url)
+            out.append(  # said once: the error's words are robots.txt's meaning, shown above it
+                ROBOTS_UNREACHABLE.found(
+                    f"robots.txt got no answer ({final.error.partition(':')[0]}): robots must take"
+                    " everything on the server as disallowed until it can be read",
+                    asked=final.url,
+                )
             )
         return out
     status = final.status
@@ -141,22 +170,20 @@ def check(hops: list[Hop]) -> list[Finding]:
                     asked=final.url,
                 )
             )
-        elif not same_server(where, first.url):
+        elif followed(final) is None:
             out.append(
                 ROBOTS_REDIRECT_OFFHOST.found(
-                    f"/robots.txt is redirected off the server, to {repr_text(where)}: a robot looks for a"
-                    " server's"
-                    " policy on the server itself, and the audit does not follow",
+                    f"/robots.txt is redirected to {repr_text(where)}, not a gemini:// URL: robots cannot"
+                    " follow it and take the file as unavailable (allowing everything)",
                     sent=head,
                     asked=final.url,
                 )
             )
-        elif len(followed) > MAX_REDIRECTS:
+        else:
             out.append(
                 ROBOTS_REDIRECTS_TOO_MANY.found(
                     f"more than {MAX_REDIRECTS} redirects in a row for /robots.txt: robots may stop there"
-                    " and take"
-                    " the file as unavailable (allowing everything)",
+                    " and take the file as unavailable (allowing everything)",
                     sent=head,
                     asked=final.url,
                 )
@@ -176,7 +203,7 @@ def check(hops: list[Hop]) -> list[Finding]:
         out.append(
             ROBOTS_TEMPORARY.found(
                 f"/robots.txt is answered {repr_text(head)}, a temporary failure: meanwhile robots must take"
-                " everything as disallowed",
+                " everything on the server as disallowed",
                 sent=head,
                 asked=final.url,
             )

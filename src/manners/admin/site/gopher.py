@@ -17,10 +17,12 @@ import html
 import re
 from dataclasses import dataclass
 
-from ...fetch.outcome import gopher_error, gopher_text, gopher_text_body
+from ...fetch.outcome import GOPHER_SELECTORS, gopher_error, gopher_text, gopher_text_body
 from .report import (
     DRAFT,
     PROPOSAL,
+    RFC9309,
+    UNREACHABLE_WORDS,
     Finding,
     Reply,
     Rule,
@@ -87,6 +89,20 @@ ROBOTS_TYPED = Rule(
     "A robot MAY check 0/robots.txt if robots.txt is not found.",
 )
 ROBOTS_CRLF = Rule("gopher-robots-crlf", "error", f"{DRAFT}, Line Terminators", _LINE_ENDS)
+PROPOSAL_LF = (
+    f"; the draft's MUST, though {PROPOSAL} allows a bare LF: \"A robots.txt file consists of lines"
+    ' separated by a newline (\\n) or a carriage return and a newline (\\r\\n).", and robots read'
+    " either"
+)
+ROBOTS_EVERYWHERE = Rule(
+    "gopher-robots-everywhere",
+    "warning",
+    PROPOSAL,
+    "The following should return the contents of the site's robots.txt. echo robots.txt | nc"
+    " alexschroeder.ch 70",
+)
+# an answer that keeps every robot off the whole server is a warning at least (report.KEPT_OFF)
+ROBOTS_UNREACHABLE = Rule("gopher-robots-unreachable", "warning", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
 ERROR_NOT_MENU = Rule(
     "gopher-error-not-menu",
     "error",
@@ -105,13 +121,19 @@ ROOT_NOT_MENU = Rule(
 MENU_CRLF = Rule("gopher-menu-crlf", "error", f"{DRAFT}, Line Terminators", _LINE_ENDS)
 MENU_NO_FULL_STOP = Rule(
     "gopher-menu-no-full-stop",
-    "info",
+    "warning",
     f"{DRAFT}, Gopher Menus",
     "Servers MAY send the full stop; clients MUST accept it * Servers SHOULD send the full"
     " stop after menus and may OPTIONALLY send it after other files",
 )
 ABOUT_MISSING = Rule(
     "gopher-about-missing",
+    "error",
+    f"{DRAFT}, Administrator Contact File",
+    "each Gopher server MUST have a file in its top-level directory with the name *about.txt*",
+)
+ABOUT_NOT_FILE = Rule(
+    "gopher-about-not-file",
     "error",
     f"{DRAFT}, Administrator Contact File",
     "each Gopher server MUST have a file in its top-level directory with the name *about.txt*",
@@ -211,11 +233,14 @@ RULES = (
     ROBOTS_DIFFER,
     ROBOTS_TYPED,
     ROBOTS_CRLF,
+    ROBOTS_EVERYWHERE,
+    ROBOTS_UNREACHABLE,
     ERROR_NOT_MENU,
     ROOT_NOT_MENU,
     MENU_CRLF,
     MENU_NO_FULL_STOP,
     ABOUT_MISSING,
+    ABOUT_NOT_FILE,
     CAPS_MISSING,
     CAPS_SLASH_DIFFERS,
     CAPS_NOT_CAPS,
@@ -251,6 +276,7 @@ class GopherReplies:
     about: tuple[Reply, ...]  # about.txt, and /about.txt when that is not answered
     caps: tuple[Reply, ...]  # caps.txt, /caps.txt
     url: Reply  # URL:http://example.com/
+    read: str | None = None  # the selector a robot read robots.txt from (None: none)
 
     def every(self) -> list[Reply]:
         return [*self.robots, self.missing, self.root, *self.about, *self.caps, self.url]
@@ -258,8 +284,10 @@ class GopherReplies:
 
 def check(replies: GopherReplies) -> list[Finding]:
     """Every finding the replies give, in the order of the draft's sections."""
-    out = unanswered(replies.every())
-    out += check_robots(replies.robots, replies.missing)
+    robots = check_robots(replies.robots, replies.missing, replies.read)
+    kept_off = {f.asked for f in robots if f.code == ROBOTS_UNREACHABLE.code}  # says it once
+    out = unanswered([r for r in replies.every() if r.asked not in kept_off])
+    out += robots
     out += check_missing(replies.missing)
     out += check_root(replies.root)
     out += check_about(replies.about, replies.missing)
@@ -298,12 +326,18 @@ def _lf(text: bytes) -> bytes:
 # -- robots.txt ------------------------------------------------------------------------------
 
 
-def check_robots(robots: tuple[Reply, ...], missing: Reply) -> list[Finding]:
-    """The three places a robot looks (robots.txt, /robots.txt, 0/robots.txt): answered, alike, CR/LF."""
+def check_robots(robots: tuple[Reply, ...], missing: Reply, read: str | None = None) -> list[Finding]:
+    """The three places a robot looks (robots.txt, /robots.txt, 0/robots.txt): answered, alike, CR/LF.
+
+    What each selector holds is what a robot reads there (``gopher_text``, as the fetcher reads
+    it: no menu, no error), and ``read`` is the selector the robot took its file from (None: it
+    read none), so that the audit says of robots.txt what the matrix beside it obeys.  A reply
+    that a selector which cannot exist gets too is still read as the file, as a robot reads it,
+    and said to be the server's answer to everything."""
     bare, slash, typed = robots
-    files = [policy_file(r, missing) for r in robots]
-    if all(f is None for f in files) or any(r.error is not None for r in (bare, slash)):
-        if all(r.error is None for r in robots):
+    files = [gopher_text(r.data) if r.error is None else None for r in robots]
+    if read is None or any(r.error is not None for r in (bare, slash)):
+        if read is None and all(r.error is None for r in robots):
             return [
                 ROBOTS_ABSENT.found(
                     "there is no robots.txt: none of the selectors robots.txt, /robots.txt and 0/robots.txt"
@@ -312,8 +346,29 @@ def check_robots(robots: tuple[Reply, ...], missing: Reply) -> list[Finding]:
                     asked=slash.asked,
                 )
             ]
+        if read is None:
+            silent = next(r for r in robots if r.error is not None)
+            return [
+                ROBOTS_UNREACHABLE.found(
+                    f"the selector {silent.asked} got no answer ({(silent.error or '').partition(':')[0]})"
+                    " before any robots.txt selector was answered with a file: robots must take"
+                    " everything on the server as disallowed until one is",
+                    asked=silent.asked,
+                )
+            ]
         return []
     out: list[Finding] = []
+    chosen = robots[GOPHER_SELECTORS.index(read)]
+    if missing.error is None and missing.data.strip() and _without(chosen) == _without(missing):
+        out.append(
+            ROBOTS_EVERYWHERE.found(
+                f"the selector {chosen.asked} is answered with what a selector that cannot exist gets too:"
+                " the server answers every selector alike, and robots read that answer as robots.txt"
+                f" ({plural(len(chosen.data), 'byte')})",
+                sent=chosen.data,
+                asked=chosen.asked,
+            )
+        )
     b, s, t = files
     if s is None:
         out.append(
@@ -361,8 +416,8 @@ def check_robots(robots: tuple[Reply, ...], missing: Reply) -> list[Finding]:
             asked=typed.asked,
         )
     )
-    chosen = slash if s is not None else bare if b is not None else typed
-    return out + crlf(ROBOTS_CRLF, chosen, chosen.asked)
+    shown = slash if s is not None else bare if b is not None else typed
+    return out + crlf(ROBOTS_CRLF, shown, shown.asked, PROPOSAL_LF)
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
@@ -418,15 +473,16 @@ def check_missing(missing: Reply) -> list[Finding]:
     return out
 
 
-def crlf(rule: Rule, reply: Reply, what: str) -> list[Finding]:
-    """``rule``'s finding when a line of ``reply`` ends in a bare LF or CR, not CR/LF."""
+def crlf(rule: Rule, reply: Reply, what: str, note: str = "") -> list[Finding]:
+    """``rule``'s finding when a line of ``reply`` ends in a bare LF or CR, not CR/LF (``note``
+    added to the message)."""
     count, first = bare_line_ends(reply.data)
     if first is None:
         return []
     return [
         rule.found(
             f"{what} ends {plural(count, 'line')} with a bare LF or CR instead of CR/LF (the first is line"
-            f" {first})",
+            f" {first}){note}",
             sent=line_at(reply.data, first),
             line=first,
             asked=reply.asked,
@@ -578,9 +634,25 @@ def check_url_links(root: Reply, lines: list[tuple[int, bytes]]) -> list[Finding
 # -- about.txt and caps.txt --------------------------------------------------------------------
 
 
+def is_file(reply: Reply, missing: Reply | None) -> bool:
+    """The selector was answered with a file: answered, and no menu (a directory) either."""
+    return answered(reply, missing) and gopher_text(reply.data) is not None
+
+
 def check_about(about: tuple[Reply, ...], missing: Reply) -> list[Finding]:
-    if any(r.error is not None for r in about) or any(answered(r, missing) for r in about):
+    """about.txt: the draft asks for a *file* in the top-level directory, not a menu."""
+    if any(r.error is not None for r in about) or any(is_file(r, missing) for r in about):
         return []
+    menus = [r for r in about if answered(r, missing)]
+    if menus:
+        return [
+            ABOUT_NOT_FILE.found(
+                f"{' and '.join(r.asked for r in menus)} {'is' if len(menus) == 1 else 'are'} answered with a"
+                " menu (a directory), not a file: the administrator contact file must be a file",
+                sent=menus[0].data,
+                asked=menus[0].asked,
+            )
+        ]
     last = about[-1]
     return [
         ABOUT_MISSING.found(

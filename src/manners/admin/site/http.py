@@ -24,7 +24,6 @@ from .report import (
     ACCESS_WORDS,
     REDIRECT_WORDS,
     RFC9309,
-    UNANSWERED,
     UNAVAILABLE_WORDS,
     UNREACHABLE_WORDS,
     Finding,
@@ -35,10 +34,11 @@ from .report import (
 
 ROBOTS_LIMIT = 512_000  # RFC 9309 §2.5: "The parsing limit MUST be at least 500 kibibytes"
 ROBOTS_ABSENT = Rule("http-robots-absent", "info", f"{RFC9309} §2.3.1.3", UNAVAILABLE_WORDS)
-ROBOTS_UNREACHABLE = Rule("http-robots-unreachable", "info", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
+# an answer that keeps every robot off the whole server is a warning at least (report.KEPT_OFF)
+ROBOTS_UNREACHABLE = Rule("http-robots-unreachable", "warning", f"{RFC9309} §2.3.1.4", UNREACHABLE_WORDS)
 ROBOTS_REDIRECT = Rule("http-robots-redirect", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS)
 ROBOTS_REDIRECTS_TOO_MANY = Rule(
-    "http-robots-redirects-too-many", "info", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
+    "http-robots-redirects-too-many", "warning", f"{RFC9309} §2.3.1.2", REDIRECT_WORDS
 )
 ROBOTS_TYPE = Rule("http-robots-type", "error", f"{RFC9309} §2.3", ACCESS_WORDS)
 ROBOTS_HTML = Rule(
@@ -114,13 +114,11 @@ def check(hops: list[Hop]) -> list[Finding]:
             )
         )
         return out
-    if final.error is not None:
-        out.append(UNANSWERED.found(f"no answer to {repr_text(final.url)}: {final.error}", asked=final.url))
+    if final.error is not None:  # said once: the error's words are robots.txt's meaning, shown above it
         out.append(
             ROBOTS_UNREACHABLE.found(
-                f"robots.txt could not be fetched from {final.url} ({final.error}): robots must take"
-                " everything as"
-                " disallowed until it can be",
+                f"robots.txt got no answer ({final.error.partition(':')[0]}): robots must take everything"
+                " on the server as disallowed until it can be read",
                 asked=final.url,
             )
         )
@@ -138,7 +136,11 @@ def check(hops: list[Hop]) -> list[Finding]:
             )
         )
     else:
-        why = "with no redirect to follow" if 300 <= status < 400 else "(unavailable)"
+        location = final.headers.get("location")
+        if 300 <= status < 400 and location:
+            why = f"with a Location robots cannot follow ({repr_text(location)})"
+        else:
+            why = "with no redirect to follow" if 300 <= status < 400 else "(unavailable)"
         out.append(
             ROBOTS_ABSENT.found(
                 f"/robots.txt is answered HTTP {status} {why}: robots may fetch everything",

@@ -1,6 +1,8 @@
 """Who may fetch what on one server: robots (columns) against its URLs (rows), pure.
 
-The columns: every robot (``*``), the four virtual agents of the Gemini companion, each robot
+The columns: every robot (``*``), the four virtual agents of the Gemini companion (for Gemini
+only: they are its companion's, and a Web or Gopher audit showing them would add four columns
+of roles no robot there acts in), each robot
 the file names in a User-agent line, and the robots the caller asks about.  Each cell is that
 robot's decision and the line that makes it, the file read as the server's scheme calls for,
 each target asked about as ``manners explain`` asks (a Gopher robot matches selectors).
@@ -17,8 +19,8 @@ from .report import Column, Row
 
 
 def columns_for(robots: RobotsTxt, profile: str, agents: Sequence[str], roles: Sequence[str]) -> list[Column]:
-    """The robots of the matrix, each once: ``*``, the virtual agents, the file's, and ``agents``
-    (acting in ``roles``)."""
+    """The robots of the matrix, each once: ``*``, the virtual agents (Gemini), the file's, and
+    ``agents`` (acting in ``roles``)."""
     found: dict[tuple[str, tuple[str, ...]], Column] = {}
     names: set[str] = set()
 
@@ -32,8 +34,9 @@ def columns_for(robots: RobotsTxt, profile: str, agents: Sequence[str], roles: S
         found[key] = Column(name, agent, tuple(acting), why)
 
     add("*", "*", (), "every robot")
-    for role in ROLES:
-        add(role, "*", (role,), "a virtual agent")
+    if profile.startswith("gemini"):  # the companion's virtual agents: Gemini's own, no column elsewhere
+        for role in ROLES:
+            add(role, "*", (role,), "a virtual agent")
     for group in robots.groups(profile):
         for line, value in group.agents:
             token = product_token(value)

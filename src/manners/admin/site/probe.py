@@ -267,11 +267,12 @@ async def _gopher(
     missing = await ask(gopher.missing_selector(secrets.token_hex(8)))
     root = await ask("")
     about = [await ask("about.txt")]
-    if not gopher.answered(about[0], missing) and about[0].error is None:
+    if not gopher.is_file(about[0], missing) and about[0].error is None:
         about.append(await ask("/about.txt"))
     caps = (await ask("caps.txt"), await ask("/caps.txt"))
     page = await ask(gopher.URL_SELECTOR)
-    replies = gopher.GopherReplies(tuple(robots), missing, root, tuple(about), caps, page)
+    read = result.extra.get("selector") if result.outcome == "ok" else None
+    replies = gopher.GopherReplies(tuple(robots), missing, root, tuple(about), caps, page, read)
     return result, gopher.check(replies), None
 
 
@@ -309,9 +310,11 @@ async def _gemini(
         hops.append(hop)
         if r.error is not None and not hops[:-1] and not r.error.startswith(gemini.MALFORMED):
             return unreachable(location, *_reason(r.error)), [], f"the server did not answer: {r.error}"
-        where = gemini.target(hop)
+        # a robot follows a redirect to any gemini:// URL, off the server too (RFC 9309 §2.3.1.2,
+        # as manners.fetch.gemini does): the audit reads the chain as that robot reads it
+        where = gemini.followed(hop)
         redirects = tuple(h.url for h in hops[1:])
-        if where is None or not gemini.same_server(where, location):
+        if where is None:
             break
         if len(hops) > MAX_REDIRECTS:
             return (

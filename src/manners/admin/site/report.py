@@ -8,7 +8,9 @@ robot read it, lint's findings on it, and the matrix of who may fetch what.
 
 Severity follows the words, as RFC 2119 reads them: a MUST, SHALL or PROHIBITED the server
 breaks is an error; a SHOULD or RECOMMENDED a warning; the rest (words addressed to crawlers,
-things worth knowing) information.
+things worth knowing) information.  One exception, a warning at least: an answer for
+robots.txt that keeps every robot off the whole server (HTTP 5xx or 429, Gemini 4x, no answer),
+whose words are the crawler's "MUST assume complete disallow" but whose cost is the server's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...diagnostics import ACCESS_WORDS as ACCESS_WORDS  # RFC 9309 §2.3, shared with lint
+from ...diagnostics import rests_on
 from ...robots import Decision, Diagnostic
 from ...terminal import safe
 from ...vocabulary import timestamp
@@ -36,11 +40,6 @@ RFC9309 = "RFC 9309"
 AUDIT = "manners site"  # what the audit itself reports, resting on no document
 
 # RFC 9309's words that more than one scheme's checks rest on (it applies to any URI scheme, §1).
-ACCESS_WORDS = (
-    'The rules MUST be accessible in a file named "/robots.txt" (all lowercase) in the top-level path of'
-    " the service. The file MUST be UTF-8 encoded (as defined in [RFC3629]) and Internet Media Type"
-    ' "text/plain" (as defined in [RFC2046]).'
-)
 REDIRECT_WORDS = (
     "The crawlers SHOULD follow at least five consecutive redirects, even across authorities (for example,"
     " hosts in the case of HTTP). [...] If there are more than five consecutive redirects, crawlers MAY"
@@ -55,6 +54,11 @@ UNREACHABLE_WORDS = (
     " is undefined and the crawler MUST assume complete disallow. For example, in the context of HTTP, server"
     " errors are identified by status codes in the 500-599 range."
 )
+
+
+def lint_basis(d: Diagnostic) -> tuple[str, str] | None:
+    """The document and words one of lint's findings rests on, for an error (None otherwise)."""
+    return rests_on(d)
 
 
 @dataclass(frozen=True)
@@ -266,7 +270,7 @@ class SiteReport:
             "profile": self.profile,
             "counts": self.counts(),
             "findings": [f.as_json() for f in self.findings],
-            "diagnostics": [d._asdict() for d in self.diagnostics],
+            "diagnostics": [_diagnostic(d) for d in self.diagnostics],
             "sample": {"how": self.sample.how, "limit": self.sample.limit, "note": self.sample.note},
             "columns": [
                 {"name": c.name, "agent": c.agent, "roles": list(c.roles), "why": c.why} for c in self.columns
@@ -284,6 +288,11 @@ class SiteReport:
                 for r in self.matrix
             ],
         }
+
+
+def _diagnostic(d: Diagnostic) -> dict[str, Any]:
+    basis, words = lint_basis(d) or (None, None)
+    return {**d._asdict(), "basis": basis, "words": words}
 
 
 def robots_block(result: FetchResult) -> dict[str, Any]:
