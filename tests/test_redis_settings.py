@@ -67,7 +67,9 @@ def test_info_stands_in_for_config_but_cannot_tell_save() -> None:
     assert findings(from_info(info)) == []
     (found,) = findings(from_info({**info, "aof_enabled": 0}), "CONFIG GET is refused")
     assert found.refuse
-    assert found.problem == "appendonly is no and save cannot be read (CONFIG GET is refused), so a restart may lose the crawl"  # fmt: skip
+    assert found.problem == (
+        "appendonly is no and save cannot be read (CONFIG GET is refused), so a restart may lose the crawl"
+    )
     (found,) = findings(from_info({**info, "maxmemory": 5000}))
     assert found.refuse and "maxmemory-policy allkeys-lru" in found.problem
 
