@@ -78,6 +78,16 @@ def test_a_redis_that_keeps_nothing_is_refused_before_anything_is_written(tmp_pa
         assert client.dbsize() > 0  # the crawl ran on it
 
 
+def test_the_flag_is_refused_where_there_is_no_redis(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "manners", "crawl", f"gopher://127.0.0.1:{free_port()}/", "--agent", AGENT,
+           "--out", str(tmp_path / "a"), "--allow-unsafe-redis"]  # fmt: skip
+    refused = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
+    assert refused.returncode == 2
+    assert one_sentence(refused) == (
+        "manners: --allow-unsafe-redis accepts a Redis that can lose a fleet's crawl: this crawl is on SQLite"
+    )
+
+
 def test_snapshots_without_an_append_only_file_are_a_warning_not_a_refusal(tmp_path: Path) -> None:
     with redis_server(extra=["--appendonly", "no", "--save", "3600 1"]) as port:
         done = crawl(f"redis://127.0.0.1:{port}/0", tmp_path / "a")

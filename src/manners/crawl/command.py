@@ -263,6 +263,10 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
         )
     if shared:
         _guard_redis(args.frontier, args.allow_unsafe_redis)
+    elif args.allow_unsafe_redis:
+        raise UsageError(
+            "--allow-unsafe-redis accepts a Redis that can lose a fleet's crawl: this crawl is on SQLite"
+        )
     try:
         kept = read_settings(args.out, args.frontier, args.name)  # read before DIR is made
     except CrawlFileError as exc:

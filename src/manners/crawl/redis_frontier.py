@@ -56,8 +56,10 @@ epochs on the crawler's clock, as given (they come from its own time.time()).
 Faults: every call has socket deadlines and none is retried (a script whose reply was lost may
 have been applied): a Redis that is down makes calls raise ``FrontierError``, and the crawler
 decides whether to wait.  Each script is safe to repeat: settling a settled URL changes nothing,
-queueing a known URL does nothing, a retry of a URL not in flight does nothing.  Run Redis with
-``appendonly yes`` (and ``appendfsync always`` to survive a power cut, not just a restart).
+queueing a known URL does nothing, a retry of a URL not in flight does nothing.  A refusal (a
+password, a command an ACL denies) is a ``lasting`` FrontierError, not waited out.  Run Redis with
+``appendonly yes`` (and ``appendfsync always`` to survive a power cut, not just a restart):
+``durability`` reads what a Redis keeps, and ``manners crawl`` refuses one that would forget.
 
 Memory: one hash field per URL (its record, a dozen bytes plus its parent), its queue entry while
 queued, its lease while in flight; the worker keeps nothing of the URL set in Python.
@@ -1110,14 +1112,14 @@ def durability(url: str, timeout: float = 5.0) -> tuple[str, list[Finding]]:
     where, cluster, aio, sync = _connect(url, timeout)
     del aio  # never connected: nothing to close
     try:
-        nodes = [(f"{n.host}:{n.port}", n.redis_connection) for n in sync.get_primaries()] if cluster else []
         if not cluster:
             return where, _judge(where, sync)
+        masters = sync.get_primaries()
         found: dict[Finding, list[str]] = {}
-        for name, client in nodes:
-            for finding in _judge(where, client):
-                found.setdefault(finding, []).append(name)
-        return where, [_on_nodes(f, names, len(nodes)) for f, names in found.items()]
+        for node in masters:
+            for finding in _judge(where, node.redis_connection):
+                found.setdefault(finding, []).append(f"{node.host}:{node.port}")
+        return where, [_on_nodes(f, names, len(masters)) for f, names in found.items()]
     finally:
         sync.close()
 
