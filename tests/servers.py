@@ -707,17 +707,20 @@ def jetforce_hosts(
 
 
 @contextmanager
-def redis_server(port: int | None = None) -> Iterator[int]:
-    """redis-server on 127.0.0.1 with no persistence, on ``port`` (default: a free one). Yields it.
+def redis_server(port: int | None = None, extra: Sequence[str] = ()) -> Iterator[int]:
+    """redis-server on 127.0.0.1, on ``port`` (default: a free one), with ``extra`` arguments
+    after ours (``--appendonly no`` overrides ours). Yields it.
 
-    Start it again with the same port to play a Redis restart.
+    It keeps an append-only file, as a fleet's Redis must (``manners crawl`` refuses one that
+    would lose the crawl), but in a directory of its own that goes with it: start it again
+    with the same port to play a Redis restarted empty (``redis_durable`` keeps its data).
     """
     exe = _executable("redis-server")
     with tempfile.TemporaryDirectory(prefix="manners-redis-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         port = port or free_port()
-        cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
-               "--dir", str(work), "--protected-mode", "yes"]  # fmt: skip
+        cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "yes",
+               "--dir", str(work), "--protected-mode", "yes", *extra]  # fmt: skip
         with _serve("redis-server", cmd, [port], work):
             yield port
 
@@ -747,7 +750,8 @@ def _cluster_ok(cli: str, port: int) -> bool:
 
 @contextmanager
 def redis_cluster(masters: int = 3) -> Iterator[list[int]]:
-    """A Redis Cluster of ``masters`` redis-servers on 127.0.0.1, no replicas, no persistence.
+    """A Redis Cluster of ``masters`` redis-servers on 127.0.0.1, no replicas, each with an
+    append-only file (in a directory that goes with it), as a fleet's Redis must.
 
     Each node has a free port for clients and another for the cluster bus (``cluster-port``, so
     no port need be under 55536); ``redis-cli --cluster create`` assigns the slots, and the
@@ -763,7 +767,7 @@ def redis_cluster(masters: int = 3) -> Iterator[list[int]]:
         for port, bus in zip(clients, ports[masters:], strict=True):
             work = Path(tmp) / str(port)
             work.mkdir()
-            cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
+            cmd = [exe, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "yes",
                    "--dir", str(work), "--protected-mode", "yes", "--cluster-enabled", "yes",
                    "--cluster-port", str(bus), "--cluster-config-file", str(work / "nodes.conf")]  # fmt: skip
             nodes.enter_context(_serve("redis-server", cmd, [port], work))

@@ -30,6 +30,7 @@ from typing import Any
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
 from ..options import byte_size, count, interval, positive, positive_seconds, seconds
+from ..terminal import safe
 from .crawler import LEASE, WARC_SIZE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
 from .outdir import CrawlFileError, prepare
@@ -130,6 +131,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="seconds a lease lasts; renewed while its fetch runs, so only a dead worker's expire"
         " (default: 120); a worker waits out an unreachable Redis for half of it (30 s at most)",
+    )
+    p.add_argument(
+        "--allow-unsafe-redis",
+        action="store_true",
+        help="start on a Redis that can lose the crawl (no appendonly nor save, or maxmemory with an"
+        " evicting policy), with a warning; by default such a Redis is refused",
     )
     p.add_argument(
         "--max-pages",
@@ -263,6 +270,12 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
         raise UsageError(
             f"--frontier {shown(args.frontier)}: a SQLite file, or redis://, rediss:// or redis-cluster://"
         )
+    if shared:
+        _guard_redis(args.frontier, args.allow_unsafe_redis)
+    elif args.allow_unsafe_redis:
+        raise UsageError(
+            "--allow-unsafe-redis accepts a Redis that can lose a fleet's crawl: this crawl is on SQLite"
+        )
     try:
         kept = read_settings(args.out, args.frontier, args.name)  # read before DIR is made
     except CrawlFileError as exc:
@@ -328,6 +341,28 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
         return asyncio.run(_run(crawler, args))
     except CacheError as exc:
         raise UsageError(f"{exc}; pass --cache memory to work without it") from None
+
+
+def _guard_redis(spec: str, allow: bool) -> None:
+    """Refuse (exit 2, one sentence) a Redis whose settings can lose the crawl, before anything is
+    written to it; with ``--allow-unsafe-redis``, or for what only loses part of it, warn."""
+    from ..cli import UsageError
+    from .frontier import FrontierError
+    from .redis_frontier import durability
+    from .redis_settings import sentence
+
+    try:
+        where, found = durability(spec)
+    except FrontierError as exc:
+        raise UsageError(str(exc)) from None
+    refused = [f for f in found if f.refuse]
+    if refused and not allow:
+        raise UsageError(f"{sentence(where, refused)}, or pass --allow-unsafe-redis to accept the risk")
+    if found:
+        accepted = "; accepted by --allow-unsafe-redis" if refused else ""
+        print(
+            f"manners crawl: warning: {safe(sentence(where, found))}{accepted}", file=sys.stderr, flush=True
+        )
 
 
 def _allow_private(value: Any) -> bool | tuple[Network, ...]:

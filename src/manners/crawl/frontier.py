@@ -345,7 +345,13 @@ _Change = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]  # a
 
 
 class FrontierError(Exception):
-    """The frontier file cannot be used."""
+    """The frontier cannot be used.  ``lasting``: calling again will not mend it (Redis refused
+    this user a command, or its password), so a fleet's worker stops at once instead of waiting
+    it out as it waits out an outage."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 class CrawlLost(FrontierError):
@@ -1113,6 +1119,8 @@ class Patient:
             except CrawlLost:
                 raise  # no wait brings a lost crawl back
             except FrontierError as exc:
+                if exc.lasting and self._gave_up is None:
+                    self._gave_up = exc  # a refusal: waiting will not mend it, and no later call may pass
                 if self._gave_up is not None:
                     raise self._gave_up from None
                 now = time.monotonic()

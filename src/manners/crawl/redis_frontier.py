@@ -69,8 +69,10 @@ crawl, and ``N:lost`` says so to the next worker and to ``status``.
 Faults: every call has socket deadlines and none is retried (a script whose reply was lost may
 have been applied): a Redis that is down makes calls raise ``FrontierError``, and the crawler
 decides whether to wait.  Each script is safe to repeat: settling a settled URL changes nothing,
-queueing a known URL does nothing, a retry of a URL not in flight does nothing.  Run Redis with
-``appendonly yes`` (and ``appendfsync always`` to survive a power cut, not just a restart).
+queueing a known URL does nothing, a retry of a URL not in flight does nothing.  A refusal (a
+password, a command an ACL denies) is a ``lasting`` FrontierError, not waited out.  Run Redis with
+``appendonly yes`` (and ``appendfsync always`` to survive a power cut, not just a restart):
+``durability`` reads what a Redis keeps, and ``manners crawl`` refuses one that would forget.
 
 Memory: one hash field per URL (its record, a dozen bytes plus its parent), its queue entry while
 queued, its lease while in flight; the worker keeps nothing of the URL set in Python.
@@ -81,7 +83,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
+import socket
 import time
 import zlib
 from collections.abc import (
@@ -101,6 +105,7 @@ from urllib.parse import urlsplit
 
 from ..cache import Held, LeaseLost
 from ..cache.redis import BOOK, CLAIM
+from ..terminal import safe
 from .frontier import (
     DONE,
     IN_FLIGHT,
@@ -113,6 +118,7 @@ from .frontier import (
     Visit,
     _retrieved,
 )
+from .redis_settings import NAMES, Finding, findings, from_info
 from .urls import authority
 
 if TYPE_CHECKING:
@@ -766,7 +772,7 @@ class RedisFrontier:
             return total
 
         async def walk() -> int:
-            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
+            return sum(await _together(shard(k) for k in range(SHARDS)))
 
         return await self._ordered({_ALL}, walk)
 
@@ -796,9 +802,7 @@ class RedisFrontier:
         by_shard: dict[int, list[str]] = {}
         for url, token in tokens.items():
             by_shard.setdefault(self._shard(self._authority_of(url)), []).extend((url, token))
-        found = await asyncio.gather(
-            *(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items())
-        )
+        found = await _together(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items())
         return [str(url) for gone in found for url in gone]
 
     async def oldest_lease(self) -> dict[str, object] | None:
@@ -992,7 +996,7 @@ class RedisFrontier:
                 for i, code in zip(part, await self._run(self._add_script, k, *args), strict=True):
                     codes[i] = int(code)
 
-        await asyncio.gather(*(shard(k, indexes) for k, indexes in by_shard.items()))
+        await _together(shard(k, indexes) for k, indexes in by_shard.items())
         self._tally(codes)
         return codes
 
@@ -1033,7 +1037,7 @@ class RedisFrontier:
                 replays.append(
                     self._distribute(shard, pairs, page["depth"], page["parent"], page["redirects"])
                 )
-        await asyncio.gather(*replays)
+        await _together(replays)
         return sum(int(n) for n in moved)
 
     def _run(self, script: Any, shard: int, *args: object) -> Awaitable[Any]:
@@ -1047,12 +1051,13 @@ class RedisFrontier:
         (A call costs the asyncio client some 0.2 ms of CPU: 16 of them would cost 3.)"""
         tails = [[last[k]] if last else [] for k in range(SHARDS)]
         if self._cluster:
-            calls = (self._run(script, k, *args, *tail) for k, tail in enumerate(tails))
-            return list(await asyncio.gather(*calls))
-        pipe = self._redis.pipeline(transaction=False)
-        for prefix, tail in zip(self._prefixes, tails, strict=True):
-            await script(keys=[prefix + "counts"], args=[prefix, *args, *tail], client=pipe)  # queued
-        return list(await self._call(pipe.execute()))
+            return await _together(self._run(script, k, *args, *tail) for k, tail in enumerate(tails))
+        # ``async with``: a pipeline that failed before sending (its scripts reloaded after a restart
+        # of Redis, and the connection lost) gives its connection back, or is warned of as unclosed.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for prefix, tail in zip(self._prefixes, tails, strict=True):
+                await script(keys=[prefix + "counts"], args=[prefix, *args, *tail], client=pipe)  # queued
+            return list(await self._call(pipe.execute()))
 
     async def _call(self, pending: Awaitable[T]) -> T:
         import redis.exceptions
@@ -1090,9 +1095,41 @@ class RedisFrontier:
                 moved += int(await self._run(script, k, repr(latest), *pairs))
 
         async def walk() -> int:
-            return sum(await asyncio.gather(*(shard(k) for k in range(SHARDS))))
+            return sum(await _together(shard(k) for k in range(SHARDS)))
 
         return await self._ordered({_ALL}, walk)
+
+
+async def _together(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """The results of ``calls`` run side by side, as ``gather``'s, but no call outlives this one.
+
+    ``gather`` raises the first failure and leaves the other calls running: on a cluster with a
+    master gone, they fail in their turn after the crawl has ended, and asyncio prints each
+    failure with a traceback as the process exits.  Here, when one fails, the others are awaited
+    (each has its socket deadlines) and their failures taken; when this call is cancelled, they
+    are cancelled, again while one runs on (redis-py can lose a cancellation), and awaited."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except asyncio.CancelledError:
+        await _over(tasks, cancel=True)
+        raise
+    except BaseException:
+        await _over(tasks, cancel=False)
+        raise
+
+
+async def _over(tasks: Sequence[asyncio.Future[Any]], cancel: bool) -> None:
+    """``tasks`` ended (cancelled first if ``cancel``), their failures retrieved."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        if cancel:
+            for task in pending:
+                task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=1.0)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # taken: it is the first failure's, raised by the caller, or beside it
 
 
 def _visit_args(visit: Visit | None) -> list[object]:
@@ -1124,15 +1161,39 @@ def _pairs(flat: Sequence[T]) -> Iterator[tuple[T, T]]:
 
 @contextmanager
 def _failures(where: str) -> Iterator[None]:
-    """Redis failures as ``FrontierError``, in one sentence (a down server, a failed script)."""
+    """Redis failures as ``FrontierError``, in one sentence.  A refusal (a password, a command this
+    user may not run) is ``lasting``: no wait mends it.  A down server, a failed script are not."""
     import redis.exceptions
 
     try:
         yield
+    except redis.exceptions.AuthenticationError as exc:
+        raise FrontierError(_password_refused(where, exc), lasting=True) from None
+    except redis.exceptions.NoPermissionError as exc:
+        raise FrontierError(_command_refused(where, str(exc)), lasting=True) from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        raise FrontierError(f"the Redis frontier at {where} is unreachable: {exc}") from None
+        raise FrontierError(f"the Redis frontier at {where} is unreachable: {safe(str(exc))}") from None
     except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise FrontierError(f"the Redis frontier at {where} failed: {exc}") from None
+        raise FrontierError(f"the Redis frontier at {where} failed: {safe(str(exc))}") from None
+
+
+def _password_refused(where: str, exc: Exception) -> str:
+    """NOAUTH (no password given, one is needed) or WRONGPASS, as a sentence."""
+    said = safe(str(exc).rstrip("."))
+    if getattr(exc, "status_code", None) == "NOAUTH" or "authentication required" in said.lower():
+        return f"Redis at {where} asks for a password: give it in the URL, redis://:PASSWORD@HOST:PORT/DB"
+    return f"Redis refused the password for {where} ({said})"
+
+
+def _command_refused(where: str, reply: str) -> str:
+    """NOPERM, naming the command refused when the reply does (an ACL without EVALSHA, SCRIPT...)."""
+    said = safe(reply.rstrip("."))
+    named = re.search(r"run the '([^']+)' command", reply)
+    if named:
+        command = named.group(1).replace("|", " ").upper()
+        return (f"Redis at {where} refuses this user the command {command} ({said}); the crawl needs"
+                " EVALSHA and SCRIPT (LOAD, EXISTS) besides reads and writes on its keys")  # fmt: skip
+    return f"Redis at {where} refuses this user ({said})"
 
 
 _LAYOUT = f"shards={SHARDS}"
@@ -1176,7 +1237,7 @@ class KnownHosts(MutableMapping[str, str]):
 
 def _connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
     """(where, for messages; a cluster?; an asyncio client; a blocking client) for ``url``, after
-    a PING.
+    a PING and a script run (a user refused scripts is told now, not on the first lease).
 
     Socket deadlines on every call and no retries: a script whose reply was lost may have been
     applied, so whether to call again is the caller's choice.  ``where`` has no password."""
@@ -1197,9 +1258,10 @@ def _connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
             "bad Redis frontier URL: use redis://host:port/db, rediss://... or redis-cluster://host:port."
         )
     try:
-        where = f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}"  # the password left out
+        port = parts.port or 6379
     except ValueError:
         raise FrontierError(f"bad Redis frontier URL for {parts.hostname}: its port is no number.") from None
+    where = f"{parts.scheme}://{parts.hostname}:{port}"  # the password left out
     cluster = parts.scheme.endswith("-cluster")
     if cluster and parts.path.strip("/") not in ("", "0"):
         raise FrontierError(f"bad Redis frontier URL {where}: a Redis Cluster has database 0 only.")
@@ -1217,13 +1279,93 @@ def _connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
     moved: dict[str, Any] = {"reinitialize_steps": 0} if cluster else {}
     never = redis.backoff.NoBackoff()
     try:
-        aio = aio_client.from_url(plain, retry=redis.asyncio.retry.Retry(never, 0), **moved, **options)
         with _failures(where):
             sync = sync_client.from_url(plain, retry=redis.retry.Retry(never, 0), **options)
             sync.ping()  # a cluster client has found the cluster's nodes by now
+            sha = sync.script_load(_PROBE)
+            sync.evalsha(sha, 1, f"manners-probe:{secrets.token_hex(4)}")
+    except ValueError as exc:
+        raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
+    except FrontierError as exc:
+        if (
+            parts.scheme.startswith("rediss")
+            and not exc.lasting
+            and _speaks_plain(parts.hostname, port, timeout)
+        ):
+            plainly = parts.scheme.replace("rediss", "redis", 1)
+            raise FrontierError(
+                f"Redis at {where} does not speak TLS (it answers plain Redis there): use {plainly}://"
+                " or the server's TLS port"
+            ) from None
+        raise
+    try:
+        aio = aio_client.from_url(plain, retry=redis.asyncio.retry.Retry(never, 0), **moved, **options)
     except ValueError as exc:
         raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
     return where, cluster, aio, sync
+
+
+# Run once at the start: a user refused EVALSHA or SCRIPT is told before the crawl begins.  It
+# names a key (hashed to some slot), so a cluster runs it on one node; it changes nothing.
+_PROBE = "return redis.call('EXISTS', KEYS[1])"
+
+
+def _speaks_plain(host: str, port: int, timeout: float) -> bool:
+    """Whether ``host:port`` answers a plain-text PING as Redis does (``+PONG``, or an error such as
+    ``-NOAUTH``): a TLS client there waits for a handshake that never comes."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(b"PING\r\n")
+            return conn.recv(1)[:1] in (b"+", b"-")
+    except OSError:
+        return False
+
+
+def durability(url: str, timeout: float = 5.0) -> tuple[str, list[Finding]]:
+    """Where (for messages) and what the settings of the Redis at ``url`` (every master of a
+    cluster) say of keeping a crawl (``redis_settings.findings``): read by ``CONFIG GET``, or by
+    ``INFO persistence`` and ``INFO memory`` where CONFIG is refused (an ACL, a renamed command).
+    FrontierError when it cannot be reached."""
+    where, cluster, aio, sync = _connect(url, timeout)
+    del aio  # never connected: nothing to close
+    try:
+        if not cluster:
+            return where, _judge(where, sync)
+        masters = sync.get_primaries()
+        found: dict[Finding, list[str]] = {}
+        for node in masters:
+            for finding in _judge(where, node.redis_connection):
+                found.setdefault(finding, []).append(f"{node.host}:{node.port}")
+        return where, [_on_nodes(f, names, len(masters)) for f, names in found.items()]
+    finally:
+        sync.close()
+
+
+def _judge(where: str, client: Any) -> list[Finding]:
+    """The findings of one server."""
+    import redis.exceptions
+
+    refused: list[str] = []
+    with _failures(where):
+        try:
+            config = client.config_get(*NAMES)
+            return findings({k: str(v) for k, v in config.items() if k in NAMES})
+        except redis.exceptions.ResponseError as exc:  # refused (NOPERM), or renamed away
+            refused.append(f"CONFIG GET is refused: {safe(str(exc).rstrip('.'))}")
+        try:
+            info = {**client.info("persistence"), **client.info("memory")}
+        except redis.exceptions.ResponseError as exc:
+            refused.append(f"INFO is refused: {safe(str(exc).rstrip('.'))}")
+            info = {}
+    return findings(from_info(info), "; ".join(refused))
+
+
+def _on_nodes(finding: Finding, names: list[str], nodes: int) -> Finding:
+    """A cluster's finding, naming the masters it holds for (all of them: none named)."""
+    if len(names) == nodes:
+        return finding
+    return Finding(finding.setting, f"{finding.problem} (on {', '.join(names)})", finding.fix, finding.refuse)
 
 
 def open_redis_frontier(url: str, name: str, max_queued: int | None = None) -> RedisFrontier:
