@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -46,6 +45,7 @@ from test_fleet import (
     wait_for,
     worker,
 )
+from test_fleet_status import status
 
 POLITE = {"gophernicus": [], "pygopherd": [], "gemini": []}
 
@@ -77,22 +77,6 @@ def stopped_lost(proc: subprocess.Popen[str], log: Path, timeout: float = 90) ->
     summary: dict[str, Any] = json.loads(out)
     assert not summary["completed"] and "lost its data" in summary["error"]
     return summary
-
-
-def status(frontier: str, name: str) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "manners",
-        "crawl",
-        "status",
-        "--frontier",
-        frontier,
-        "--name",
-        name,
-        "--json",
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=60)
 
 
 # --------------------------------------------------------------------------- a worker stopped
@@ -255,7 +239,7 @@ def test_redis_restarted_empty_the_workers_stop_lost_never_done(tmp_path: Path) 
         with redis_durable(empty, port):  # the same port and settings, its data gone
             for p, log in zip(procs, logs, strict=True):
                 stopped_lost(p, log)
-            said = status(frontier, name)
+            said = status(frontier, name, "--json")
             assert said.returncode != 0 and "lost its data" in said.stderr, said
             again = subprocess.run(cmds[0], capture_output=True, text=True, env=ENV, timeout=60)
             assert again.returncode == 2 and "lost its data" in again.stderr, again.stderr
@@ -290,5 +274,5 @@ def test_keys_evicted_under_maxmemory_the_workers_stop_lost_never_done(tmp_path:
         assert int(client.info("stats")["evicted_keys"]) > 0
         for p, log in zip(procs, logs, strict=True):
             stopped_lost(p, log)
-        said = status(frontier, name)
+        said = status(frontier, name, "--json")
         assert said.returncode != 0 and "done" not in said.stdout, said
