@@ -46,7 +46,7 @@ from ..fetch.address import POLICY, AddressPolicy, Network
 from ..fetch.certificate import Certificate, read_certificate
 from ..fetch.net import resolve
 from ..profiles import get_profile
-from ..robot import Robot, RobotDecision
+from ..robot import Policy, Robot, RobotDecision
 from ..robots import asked_spacing
 from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
@@ -891,12 +891,12 @@ class Crawler:
         decision = await self.robot.decide(url)
         if decision.outcome in ("unreachable", "retry") and not decision.stale:
             return await self._robots_failed(auth, lease, decision)
-        await self._robots_source(url, decision)
+        policy = await self.robot.policy(url)  # the copy just decided by: in the robot's memory
+        self._robots_source(url, decision, policy)
         if not decision.allowed:
             self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
                                     item_type=_item_type(url), reason=decision.reason))  # fmt: skip
             return True
-        policy = await self.robot.policy(url)
         asked = asked_spacing(policy.robots, self.agent or "*", self.roles or (), profile=self.profile)
         visiting = self._visiting.get(url)
         if visiting is not None:
@@ -928,12 +928,11 @@ class Crawler:
                                         connected=connected)  # fmt: skip
             return await self._gopher(lease, decision, response)
 
-    async def _robots_source(self, url: str, decision: RobotDecision) -> None:
+    def _robots_source(self, url: str, decision: RobotDecision, policy: Policy) -> None:
         """Put on record, once per copy, a robots.txt copy this worker decides by but did not fetch
         (the shared cache held it: another worker's, or an earlier run's): ``audit`` must see that
         the pages after it were decided under a file read in time, though no request was made.  A
         copy fetched here is on record already (``_fetch_robots`` wrote each of its requests)."""
-        policy = await self.robot.policy(url)
         key, fetched_at = policy.key, decision.fetched_at
         if self._robots_read.get(key) == fetched_at:
             return
