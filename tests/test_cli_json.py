@@ -1,9 +1,10 @@
-"""Every command's --json and pages.jsonl against the shapes the README documents.
+"""Every command's --json and pages.jsonl against the shapes the documentation gives.
 
-The README's "JSON" section holds one fenced block per output, a key a line (path, type,
-meaning); this file reads those blocks, so the documentation and the outputs cannot drift
-apart: a key the README does not name, a documented key missing, or a value of another type
-(a status as "200", a timestamp as "2026-11-24 07:40:53 UTC") fails here.
+The docs' JSON vocabulary (docs/json.md) holds one fenced block per output, a key a line
+(path, type, meaning); this file reads those blocks from every page under docs/, so the
+documentation and the outputs cannot drift apart: a key the docs do not name, a documented key
+missing, or a value of another type (a status as "200", a timestamp as "2026-11-24 07:40:53
+UTC") fails here.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from servers import gophernicus, jetforce, nginx
 from test_cli import ENTRY, manners
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 SMALLNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet"
 WEB = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -30,11 +31,13 @@ Shape = dict[str, tuple[set[str], bool]]  # path -> (types, optional)
 
 
 def documented() -> dict[str, Shape]:
-    """Each ```text block of the README that starts "json: NAME": its lines as path, type;
-    ``{name}`` lines pull in block ``name`` under their path."""
+    """Each ```text block of the docs that starts "json: NAME": its lines as path, type;
+    ``{name}`` lines pull in block ``name`` under their path. A name given twice is an error."""
     raw: dict[str, list[tuple[str, str]]] = {}
-    for block in re.findall(r"```text\njson: (.+?)\n(.*?)```", README.read_text(), re.DOTALL):
+    pages = "\n".join(page.read_text() for page in sorted(DOCS.glob("*.md")))
+    for block in re.findall(r"```text\njson: (.+?)\n(.*?)```", pages, re.DOTALL):
         name, body = block
+        assert name not in raw, f"the docs give json: {name} twice"
         rows = [re.split(r"\s{2,}", line.strip()) for line in body.splitlines() if line.strip()]
         raw[name] = [(row[0], row[1]) for row in rows]
 
@@ -153,15 +156,17 @@ def down_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/page"
 
 
-def test_the_readme_documents_every_output() -> None:
+def test_the_docs_document_every_output() -> None:
     assert {"manners check", "manners explain", "manners lint", "manners fetch", "pages.jsonl",
             "manners crawl", "manners crawl status", "manners crawl audit", "manners site",
             "manners diff", "manners serve"} <= set(SHAPES)  # fmt: skip
     assert SHAPES["manners check"]["robots[].status"] == ({"integer", "null"}, False)
     assert SHAPES["pages.jsonl"]["fetched_at"] == ({"timestamp"}, False)
+    vocabulary = set(re.findall(r"```text\njson: (.+?)\n", (DOCS / "json.md").read_text()))
+    assert vocabulary == set(SHAPES)  # one vocabulary, on one page
 
 
-def test_the_checker_fails_on_what_the_readme_does_not_say() -> None:
+def test_the_checker_fails_on_what_the_docs_do_not_say() -> None:
     """The checker itself: an undocumented key, a string status, a friendly timestamp all fail."""
     good = {"results": [], "robots": []}
     assert conforms(good, SHAPES["manners check"]) == []
