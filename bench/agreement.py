@@ -9,7 +9,7 @@ on every answer.  This script asks both the same questions, in one process:
   the package ``manners_python_engine`` (they import each other only relatively);
 * the new engine: whatever ``import manners`` gives (``manners.parse``).
 
-Questions, for each robots.txt of the corpora in ../shared/corpus (web, bench, smallnet; a
+Questions, for each robots.txt of the corpora in data/ (web, bench, smallnet; a
 body found twice is asked once) under each profile (rfc9309, google, gemini, gemini-targeted,
 gopher, 1994) and with no profile (chosen by each target's scheme):
 
@@ -67,7 +67,11 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+sys.path.insert(0, str(ROOT / "tests"))
+from data_paths import SMALLNET, unpacked  # noqa: E402
+
+WEB = unpacked("web")
+BENCH = unpacked("bench")
 OLD_REV = "2fc8753"
 OLD_PACKAGE = "manners_python_engine"
 ENGINE_MODULES = ("agents", "diagnostics", "match", "parse", "profiles", "robots")
@@ -484,27 +488,28 @@ class Source(NamedTuple):
 
 def corpus_files(which: str) -> list[Source]:
     """Files of the chosen corpora, sorted; a body found twice only the first time."""
-    dirs = {
-        "web": [CORPUS / "web"],
-        "bench": [CORPUS / "bench" / "robotfiles"],
-        "smallnet": [CORPUS / "smallnet", CORPUS / "smallnet" / "server_transcripts"],
+    dirs = {  # name: (the corpus, the directories of it read)
+        "web": (WEB, [WEB]),
+        "bench": (BENCH, [BENCH / "robotfiles"]),
+        "smallnet": (SMALLNET, [SMALLNET, SMALLNET / "server_transcripts"]),
     }
     chosen = list(dirs) if which == "all" else [which]
     out: list[Source] = []
     seen: set[bytes] = set()
     for name in chosen:
-        for d in dirs[name]:
+        root, read = dirs[name]
+        for d in read:
             for path in sorted(p for p in d.iterdir() if p.is_file() and p.name != "SOURCES.md"):
                 digest = hashlib.sha1(path.read_bytes()).digest()
                 if digest not in seen:
                     seen.add(digest)
-                    out.append(Source(str(path.relative_to(CORPUS)), str(path)))
+                    out.append(Source(f"{name}/{path.relative_to(root)}", str(path)))
     return out
 
 
 def links_of(path: Path) -> list[str]:
     """A spread of the links the crawler benchmark follows on the file's host."""
-    links_file = CORPUS / "bench" / "links" / path.name
+    links_file = BENCH / "links" / path.name
     if not links_file.is_file():
         return []
     links = [x for x in links_file.read_text("utf-8", "replace").splitlines() if x.strip()]

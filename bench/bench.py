@@ -1,8 +1,8 @@
 """Side-by-side throughput: manners (rfc9309 and google profiles) against other robots.txt parsers.
 
 (a) crawl: parse each robots.txt once, check every link found on that site
-    (the 2019 Scrapy benchmark: ../shared/corpus/bench, agent googlebot);
-(b) one-shot: parse and check one URL per file over ../shared/corpus/web.
+    (the 2019 Scrapy benchmark: data/corpus/bench.tar.xz, agent googlebot);
+(b) one-shot: parse and check one URL per file over data/corpus/web.tar.xz.
 
 Peers: Protego, urllib.robotparser, Google's C++ binding (fast-robotstxt), and the Rust-based
 texting-robots-py and fastrobots.  A peer that is not installed is reported and skipped.
@@ -31,7 +31,11 @@ from typing import Any
 
 import manners
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from data_paths import unpacked
+
+BENCH = unpacked("bench")
+WEB = unpacked("web")
 AGENT = "googlebot"
 
 Site = tuple[str, bytes, list[str]]  # body as text, body as bytes, links
@@ -79,8 +83,8 @@ def version(dist: str) -> str:
 
 def load_crawl() -> list[Site]:
     sites = []
-    for links in sorted((SHARED / "bench" / "links").iterdir()):
-        robots = SHARED / "bench" / "robotfiles" / links.name
+    for links in sorted((BENCH / "links").iterdir()):
+        robots = BENCH / "robotfiles" / links.name
         if robots.exists():
             raw = robots.read_bytes()
             urls = [u for u in links.read_text("utf-8", "replace").split("\n") if u]
@@ -90,7 +94,7 @@ def load_crawl() -> list[Site]:
 
 def load_oneshot() -> list[File]:
     files = []
-    for p in sorted((SHARED / "web").iterdir()):
+    for p in sorted(WEB.iterdir()):
         raw = p.read_bytes()
         files.append((raw.decode("utf-8", "replace"), raw, f"https://{p.name}/some/page.html?id=1"))
     return files

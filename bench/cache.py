@@ -15,6 +15,7 @@ import asyncio
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,12 +23,15 @@ from pathlib import Path
 import manners
 from manners.cache.entry import Entry
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from data_paths import unpacked
+
+WEB = unpacked("web")
 HOSTS = 200
 
 
 def robots_bodies() -> list[bytes]:
-    files = sorted(SHARED.iterdir())[:HOSTS]
+    files = sorted(WEB.iterdir())[:HOSTS]
     return [f.read_bytes()[:512_000] for f in files]
 
 
@@ -91,7 +95,7 @@ def main() -> None:
                     if time.monotonic() > deadline:
                         raise SystemExit("redis-server did not start") from None
                     time.sleep(0.05)
-            print(f"{len(bodies)} cached robots.txt files from ../shared/corpus/web; calls per second")
+            print(f"{len(bodies)} cached robots.txt files from the web corpus (data/); calls per second")
             print(f"{'store':8} {'warm':>12} {'from store':>12} {'wait':>12}")
             for name, cache in (("memory", "memory"), ("sqlite", f"sqlite://{tmp}/bench.sqlite3"),
                                 ("redis", f"redis://127.0.0.1:{port}/0")):  # fmt: skip

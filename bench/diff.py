@@ -36,7 +36,10 @@ import manners
 from manners.admin.diff import diff
 from manners.cli import sample_paths
 
-WEB = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from data_paths import unpacked
+
+WEB = unpacked("web")
 ENTRY = Path(sys.executable).with_name("manners")
 URLS = 25_000
 TARGET = 2.0

@@ -34,7 +34,10 @@ from pathlib import Path
 import manners
 from manners.cli import main
 
-WEB = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from data_paths import unpacked
+
+WEB = unpacked("web")
 ORACLE = WEB / "docs.oracle.com"
 SIZES = (1_000, 3_000, 10_000, 30_000)
 # a generated file is explained whole: 30,000 rules are more than the default 512,000 bytes

@@ -1,6 +1,6 @@
 """Memory held per parsed policy, manners against Protego 0.7, as a multiple of the file's bytes.
 
-Over the 1,225 bench sites (../shared/corpus/bench/robotfiles/<site> that have a links file), each
+Over the 1,225 bench sites (data/corpus/bench.tar.xz: robotfiles/<site> that have a links file), each
 contestant parses every file (read as bytes; Protego gets it decoded as UTF-8) and keeps all the
 parsed objects.  Each contestant runs in a fresh subprocess of this script, so none inherits another's
 heap.  Measured, each divided by the total bytes of the files:
@@ -18,7 +18,7 @@ heap.  Measured, each divided by the total bytes of the files:
 
 Each is measured three times: once parsed; again after every object has answered one allowed()
 question, for its site's first link; and again after it has answered its site's first 20 links
-(../shared/corpus/bench/links/<site>; fewer where the file lists fewer).  Answering builds state
+(links/<site> there; fewer where the file lists fewer).  Answering builds state
 lazily (manners chooses the robot's groups at the first question and compiles their rules into an
 index at a later one), so the parsed figure alone understates what a policy in use for a whole
 crawl holds: the third measure is that.  Of --repeat runs per
@@ -44,7 +44,10 @@ from pathlib import Path
 from types import BuiltinFunctionType, CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from data_paths import unpacked
+
+BENCH = unpacked("bench")
 AGENT = "googlebot"
 LINKS = 20  # the third measure: after each policy has answered this many of its site's links
 TARGET = 1.0  # a parsed policy: the worse of rss and sizeof, per byte of robots.txt
@@ -63,8 +66,8 @@ def sites() -> list[tuple[Path, list[str]]]:
     """Each bench site's robots.txt path and its first LINKS links (the first as load_crawl in
     bench.py pairs them; the site's home page when its links file is empty)."""
     found = []
-    for links in sorted((SHARED / "bench" / "links").iterdir()):
-        robots = SHARED / "bench" / "robotfiles" / links.name
+    for links in sorted((BENCH / "links").iterdir()):
+        robots = BENCH / "robotfiles" / links.name
         if robots.exists():
             urls = [u for u in links.read_text("utf-8", "replace").split("\n") if u]
             found.append((robots, urls[:LINKS] or [f"https://{links.name}/"]))

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-SUITE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "google-spec-test"
+from data_paths import CONFORMANCE as SUITE
 
 _TOKEN = re.compile(r'\s+|#[^\n]*|"((?:[^"\\\n]|\\.)*)"|([A-Za-z_][A-Za-z0-9_]*)|([:\[\]{},])')
 _ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)")

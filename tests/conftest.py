@@ -1,4 +1,5 @@
-"""Fixtures shared by the cache, load and fault tests."""
+"""Fixtures shared by the cache, load and fault tests; and, before any test, a check that the
+corpora of data/ are unpacked (a sentence saying to run scripts/setup, not a traceback per file)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from data_paths import all_stale
 from servers import redis_cluster, redis_server
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if (why := all_stale()) is not None:
+        pytest.exit(why, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The shared corpora, and test URLs built from each file's own rules."""
+"""The corpora of data/, and test URLs built from each file's own rules."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 import manners
+from data_paths import SMALLNET as SMALLNET
+from data_paths import unpacked
 from manners._core import google_escape
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-WEB = SHARED / "corpus" / "web"
-BENCH = SHARED / "corpus" / "bench"
-SMALLNET = SHARED / "corpus" / "smallnet"
+WEB = unpacked("web")
+BENCH = unpacked("bench")
 AGENTS = ("googlebot", "mannersbot")
 
 

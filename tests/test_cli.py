@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from data_paths import SMALLNET
 from servers import HOST, _executable, _serve, free_port, gophernicus, jetforce, nginx
 from sites import Site, sites
 
-SMALLNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet"
 ENTRY = Path(sys.executable).with_name("manners")
 ROBOTS = "User-agent: *\nDisallow: /private\n\nUser-agent: mybot\nDisallow: /mine\nAllow: /\n"
 

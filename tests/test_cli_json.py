@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 
+from corpus import WEB
 from servers import gophernicus, jetforce, nginx
 from test_cli import ENTRY, manners
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-SMALLNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet"
-WEB = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: https://example.org/map.xml\n"
 

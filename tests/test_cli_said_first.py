@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from corpus import SMALLNET, WEB
 from servers import nginx
 from test_cli import manners
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-ORACLE = SHARED / "web" / "docs.oracle.com"  # 852,930 bytes: cut at 512,000, after line 19,133
-HERMES = SHARED / "web" / "www.hermes.com"  # an HTML page served as robots.txt
-SMALLNET = SHARED / "smallnet"
+ORACLE = WEB / "docs.oracle.com"  # 852,930 bytes: cut at 512,000, after line 19,133
+HERMES = WEB / "www.hermes.com"  # an HTML page served as robots.txt
 GEMINI_02 = SMALLNET / "gemini_02_gemplex_capsule_no_useragent.txt"
 
 

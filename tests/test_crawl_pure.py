@@ -1,17 +1,16 @@
 """The crawler's pure parts: URLs, Gopher menus, gemtext, what a status means.
 
 Gopher and Gemini replies are the real servers' own bytes where we have them
-(../shared/corpus/smallnet/server_transcripts), and properties cover the rest.
+(data/corpus/smallnet/server_transcripts), and properties cover the rest.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from data_paths import CAPTURES
 from manners.crawl.gemtext import Link, links, title
 from manners.crawl.gophermap import (
     BINARY_TYPES,
@@ -34,8 +33,6 @@ from manners.crawl.urls import (
     selector_text,
 )
 from manners.fetch.outcome import gemini_header
-
-CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet" / "server_transcripts"
 
 
 def capture(name: str) -> bytes:

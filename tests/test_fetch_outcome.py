@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import manners
+from data_paths import CAPTURES
 from manners.fetch.outcome import (
     cache_lifetime,
     gemini_header,
@@ -20,7 +19,6 @@ from manners.fetch.outcome import (
 
 URL = "https://example.com/robots.txt"
 BODY = b"User-agent: *\nDisallow: /private\n"
-CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet" / "server_transcripts"
 
 
 def http(status: int, headers: dict[str, str] | None = None, body: bytes = BODY) -> manners.FetchResult:

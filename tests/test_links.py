@@ -3,7 +3,7 @@
 The old answers are computed here the old way (gemtext.links + urls.normalise, and
 gophermap.parse_menu + urls.normalise, as crawler.py did), with request_problem applied
 to both; properties compare the two on generated pages and on the real files under
-../shared/corpus/smallnet, and check the fast normalisation against urls.normalise.
+data/corpus/smallnet, and check the fast normalisation against urls.normalise.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from data_paths import SMALLNET
 from manners.crawl import gemtext, links, urls
 from manners.crawl.gophermap import parse_menu
 from manners.crawl.links import (
@@ -36,7 +37,6 @@ from manners.crawl.links import (
 )
 from manners.crawl.urls import gopher_ref, normalise
 
-SMALLNET = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet"
 T = TypeVar("T")
 
 
@@ -579,10 +579,9 @@ def test_menu_links_agree_on_any_bytes(body: bytes) -> None:
 
 # -- the real files ---------------------------------------------------------------------
 
-CORPUS = sorted(p for p in SMALLNET.rglob("*") if p.is_file()) if SMALLNET.is_dir() else []
+CORPUS = sorted(p for p in SMALLNET.rglob("*") if p.is_file())
 
 
-@pytest.mark.skipif(not CORPUS, reason="../shared/corpus/smallnet is not here")
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
 def test_real_files(path: Path) -> None:
     data = path.read_bytes()

@@ -1,12 +1,12 @@
 """Gemini, Gopher and 1994 behaviour, with the seed documents' own examples and the
-real small-net files in ../shared/corpus/smallnet."""
+real small-net files in data/corpus/smallnet."""
 
 from __future__ import annotations
 
 import pytest
 
 import manners
-from corpus import SMALLNET
+from data_paths import SEEDS, SMALLNET
 
 
 def smallnet(name: str, profile: str | None = None) -> manners.RobotsTxt:
@@ -121,7 +121,7 @@ def test_gemini_webproxy_plus_web_boilerplate() -> None:
     assert not robots.allowed("gemini://x/noindex/a")
 
 
-SPC = (SMALLNET.parent.parent / "seeds" / "002_ebe358e7a30aaf66.txt").read_text()
+SPC = (SEEDS / "002_ebe358e7a30aaf66.txt").read_text()
 PROPOSAL = SPC[SPC.index("User-agent: GUS") : SPC.index("-spc")]
 
 
@@ -284,7 +284,7 @@ def test_gopher_robots_txt_always_allowed(selector: str) -> None:
 
 # -- 1994 ---------------------------------------------------------------------------
 
-SEED_1994 = (SMALLNET.parent.parent / "seeds" / "004_02397d09a23fa61d.txt").read_text()
+SEED_1994 = (SEEDS / "004_02397d09a23fa61d.txt").read_text()
 
 
 def _example(n: int) -> str:

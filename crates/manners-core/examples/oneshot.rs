@@ -1,15 +1,25 @@
 //! Where one-shot time goes: the line table alone, then parse + one decision, over a corpus.
-//! Run: cargo run --release --example oneshot -- ../shared/corpus/web
+//! Run: cargo run --release --example oneshot [-- DIR] (default: the web corpus, data/unpacked/web)
 use std::time::Instant;
 
 use manners_core::{Profile, RobotsTxt, Table};
 
+#[path = "../tests/data/mod.rs"]
+mod data;
+
 fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "../shared/corpus/web".into());
+    let dir = match std::env::args().nth(1) {
+        Some(dir) => dir.into(),
+        None => data::unpacked("web").unwrap_or_else(|e| {
+            eprintln!("oneshot: {e}");
+            std::process::exit(2)
+        }),
+    };
     let mut files: Vec<(Vec<u8>, String)> = std::fs::read_dir(&dir)
-        .expect("corpus")
+        .unwrap_or_else(|e| {
+            eprintln!("oneshot: {}: {e}", dir.display());
+            std::process::exit(2)
+        })
         .map(|e| {
             let p = e.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

@@ -1,5 +1,8 @@
 //! What the unit tests share: files made by a fixed generator, and the web corpus.
 
+#[path = "../tests/data/mod.rs"]
+mod data;
+
 /// `count` files, each of fewer than `max_pieces` pieces, drawn by a fixed xorshift from
 /// `seed`: the same files on every run.
 pub(crate) fn generated<'a>(
@@ -23,12 +26,11 @@ pub(crate) fn generated<'a>(
     })
 }
 
-/// Every `step`-th file of `../shared/corpus/web`, when the corpus is beside the clone.
+/// Every `step`-th file of the web corpus (`data/corpus/web.tar.xz`, unpacked by scripts/setup).
 pub(crate) fn web_corpus(step: usize) -> impl Iterator<Item = Vec<u8>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/web");
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
+    let dir = data::unpacked("web").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .step_by(step)
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
 }

@@ -1,22 +1,16 @@
-//! Every real file of the shared corpora parses and answers under every profile, and its
+//! Every real file of the web corpus parses and answers under every profile, and its
 //! decisions name the lines that hold the rules they quote.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use manners_core::{Profile, RobotsTxt};
 
+mod data;
+
 fn corpus(dir: &str) -> Vec<(String, Vec<u8>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus")
-        .join(dir);
+    let root = data::unpacked(dir).unwrap_or_else(|e| panic!("{e}"));
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (../shared must sit beside the clone)",
-                root.display()
-            )
-        })
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| {
             let p = e.unwrap().path();
             (
