@@ -32,12 +32,13 @@ def is_package(name: str, path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def imports(name: str, path: Path, modules: dict[str, Path], compiled: frozenset[str] = frozenset()) -> set[str]:
     """The modules of the package that ``name`` imports, anywhere in its text.
 
     ``import a.b`` reaches ``a.b``; ``from pkg import x`` reaches ``pkg.x`` when that is a
     module, else ``pkg``; relative imports are resolved.  A parent package run on the way
     (``a`` for ``a.b``) is no edge: it is imported first, but imports nothing of ``a.b``'s.
+    A module in ``compiled`` (the engine) is reached but is no Python module: no edge.
     """
     package = name if is_package(name, path) else name.rpartition(".")[0]
     found: set[str] = set()
@@ -53,13 +54,23 @@ def imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 origin = node.module or ""
             for alias in node.names:
                 below = f"{origin}.{alias.name}"
-                found.add(below if below in modules else origin)
+                found.add(below if below in modules or below in compiled else origin)
     return {m for m in found if m in modules and m != name}
 
 
+def extensions() -> set[str]:
+    """Modules of the package that are no Python source (the compiled engine, ``_core``)."""
+    found = set()
+    for path in PACKAGE.rglob("*"):
+        if path.suffix in (".so", ".pyd", ".pyi") and not path.with_suffix(".py").exists():
+            parts = path.relative_to(SRC).parts
+            found.add(".".join([*parts[:-1], parts[-1].split(".")[0]]))
+    return found
+
+
 def graph() -> dict[str, set[str]]:
-    modules = module_files()
-    return {name: imports(name, path, modules) for name, path in modules.items()}
+    modules, compiled = module_files(), frozenset(extensions())
+    return {name: imports(name, path, modules, compiled) for name, path in modules.items()}
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -147,11 +158,11 @@ def test_the_reading_resolves_imports(tmp_path: Path) -> None:
     for path in modules.values():
         path.parent.mkdir(parents=True, exist_ok=True)
     modules["p.q.c"].write_text(
-        "from .. import a\nfrom ..b import thing\nfrom . import helper\n"
+        "from .. import a\nfrom ..b import thing\nfrom . import helper\nfrom .. import _ext\n"
         "def f():\n    import p.q\n"
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p import zzz\n"
     )
-    assert imports("p.q.c", modules["p.q.c"], modules) == {"p.a", "p.b", "p.q", "p"}
+    assert imports("p.q.c", modules["p.q.c"], modules, frozenset({"p._ext"})) == {"p.a", "p.b", "p.q", "p"}
     modules["p.q"].write_text("from .c import x\nfrom . import c\n")
     assert imports("p.q", modules["p.q"], modules) == {"p.q.c"}
 

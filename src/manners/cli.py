@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import __version__
+from .version import __version__
 from ._core import head_lines
 from .agents import require_token
 from .cache import CacheError

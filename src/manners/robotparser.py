@@ -234,7 +234,7 @@ async def _fetch(url: str, user_agent: str | None, timeout: float) -> FetchResul
 
 async def _fetch_exact(url: str, user_agent: str | None, timeout: float) -> FetchResult:
     """An HTTP(S) file somewhere other than /robots.txt, read with the same outcome table."""
-    from . import __version__
+    from .version import __version__
     from .fetch import http
     from .fetch.net import Deadlines
     from .fetch.outcome import unreachable

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import __version__
+from ..version import __version__
 from ..agents import require_token
 from ..cache import LeaseLost, take_slot
 from ..cache.entry import TTL, Entry

@@ -391,7 +391,7 @@ async def _http(
 
 
 def _client(deadlines: Deadlines) -> httpx.AsyncClient:
-    from ... import __version__
+    from ...version import __version__
 
     return http_fetch.client(deadlines, f"manners/{__version__} (site audit)")
 
