@@ -32,7 +32,9 @@ def is_package(name: str, path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def imports(name: str, path: Path, modules: dict[str, Path], compiled: frozenset[str] = frozenset()) -> set[str]:
+def imports(
+    name: str, path: Path, modules: dict[str, Path], compiled: frozenset[str] = frozenset()
+) -> set[str]:
     """The modules of the package that ``name`` imports, anywhere in its text.
 
     ``import a.b`` reaches ``a.b``; ``from pkg import x`` reaches ``pkg.x`` when that is a

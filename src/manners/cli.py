@@ -43,7 +43,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .version import __version__
 from ._core import head_lines
 from .agents import require_token
 from .cache import CacheError
@@ -54,6 +53,7 @@ from .profiles import PROFILES, RFC9309, profile_for
 from .robot import Policy, Robot
 from .robots import Decision, Diagnostic, RobotsTxt, asked_spacing, parse
 from .terminal import safe, safe_json
+from .version import __version__
 from .vocabulary import status_number, timestamp
 
 ROLES = ("indexer", "archiver", "researcher", "webproxy")

@@ -17,7 +17,8 @@ import html
 import re
 from dataclasses import dataclass
 
-from ...fetch.outcome import GOPHER_SELECTORS, gopher_error, gopher_text, gopher_text_body
+from ...fetch.outcome import GOPHER_SELECTORS
+from ...gopher_reply import gopher_error, gopher_text, gopher_text_body
 from .report import (
     DRAFT,
     PROPOSAL,
