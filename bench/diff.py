@@ -34,7 +34,7 @@ from pathlib import Path
 
 import manners
 from manners.admin.diff import diff
-from manners.cli import sample_paths
+from manners.readers import sample_paths
 
 WEB = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "web"
 ENTRY = Path(sys.executable).with_name("manners")

@@ -21,22 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cli import (
-    Out,
-    Source,
-    UsageError,
-    about,
-    blocked,
-    check_agent,
-    check_target,
-    first_words,
-    read_source,
-    scheme_profile,
-    unread_note,
-)
 from ..diagnostics import quoted
+from ..output import Out, UsageError
 from ..profiles import PROFILES
 from ..robots import Decision
+from ..source import Source, about, blocked, first_words, read_source, unread_note
+from ..targets import check_agent, check_target, scheme_profile
 from ..terminal import safe
 from .diff import Asker, Diff, Flip, GroupChange, GroupSide, RuleChange, diff
 

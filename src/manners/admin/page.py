@@ -19,8 +19,8 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote_from_bytes
 
-from ..cli import READERS, table_cell
 from ..profiles import PROFILES
+from ..readers import READERS, table_cell
 from ..robots import Decision, Diagnostic
 from ..terminal import safe
 

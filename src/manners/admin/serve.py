@@ -5,8 +5,8 @@ An admin pastes a draft or fetches the live file, and the page answers with what
 may fetch which URL and what every reader decides (each cell a link to its deciding line),
 the draft's verdicts against the live file's, every profile side by side, and (when asked)
 the live server's audit with a sample of its URLs.  Nothing here decides or reads a
-robots.txt itself: :func:`answer` calls :mod:`manners.cli` (``policies``, ``matrix_of``,
-``results_of``, ``pace``), :func:`manners.diagnostics.lint`, :mod:`manners.admin.diff` and
+robots.txt itself: :func:`answer` calls what the commands share (``policies``,
+``matrix_of``, ``results_of``, ``pace``), :func:`manners.diagnostics.lint`, :mod:`manners.admin.diff` and
 :mod:`manners.admin.site` (``audit_site``, and its matrix); :mod:`manners.admin.page` writes
 the HTML.
 
@@ -43,27 +43,14 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..cli import (
-    Source,
-    UsageError,
-    blocked,
-    capped,
-    check_agent,
-    check_target,
-    check_url,
-    fetched,
-    matrix_of,
-    pace,
-    pace_lines,
-    policies,
-    results_of,
-    sample_paths,
-    scheme_profile,
-    unread_note,
-)
 from ..diagnostics import lint, said
+from ..output import UsageError
+from ..pace import pace, pace_lines
 from ..profiles import PROFILES
+from ..readers import matrix_of, results_of, sample_paths
 from ..robots import Decision, Diagnostic, parse
+from ..source import Source, blocked, capped, fetched, policies, unread_note
+from ..targets import check_agent, check_target, check_url, scheme_profile
 from . import page
 from .diff import Diff, diff
 from .site import Column, Row, SiteReport, audit_site

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ...agents import require_token
-from ...cli import MAX_DELAY, check_url, is_url, scheme_profile
-from ...cli import UsageError as CliUsage
 from ...crawl.client import gemini_get
 from ...diagnostics import lint
 from ...fetch import FetchResult, robots_locations
@@ -39,7 +37,10 @@ from ...fetch.outcome import (
     too_many_redirects,
     unreachable,
 )
+from ...output import UsageError as CliUsage
+from ...pace import MAX_DELAY
 from ...robots import RobotsTxt, asked_spacing
+from ...targets import check_url, is_url, scheme_profile
 from . import gemini, gopher, http, matrix, sample
 from .report import SEVERITIES, Finding, Reply, Sample, SiteReport
 
