@@ -25,8 +25,8 @@ from ..robots import Decision, Diagnostic
 from ..terminal import safe
 
 if TYPE_CHECKING:
+    from .answer import Answer, Ask, Reading, Shown
     from .diff import GroupChange
-    from .serve import Answer, Ask, Reading, Shown
     from .site import Column, Row, SiteReport
 
 MAX_SAMPLE = 50  # pages of the live server a sample crawl may fetch (manners site's default)
