@@ -41,7 +41,7 @@ from ...output import UsageError as CliUsage
 from ...pace import MAX_DELAY
 from ...robots import RobotsTxt, asked_spacing
 from ...targets import check_url, is_url, scheme_profile
-from . import gemini, gopher, http, matrix, sample
+from . import gemini, gopher, gopher_url, http, matrix, sample
 from .report import SEVERITIES, Finding, Reply, Sample, SiteReport
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ async def _gopher(
     if not gopher.is_file(about[0], missing) and about[0].error is None:
         about.append(await ask("/about.txt"))
     caps = (await ask("caps.txt"), await ask("/caps.txt"))
-    page = await ask(gopher.URL_SELECTOR)
+    page = await ask(gopher_url.URL_SELECTOR)
     read = result.extra.get("selector") if result.outcome == "ok" else None
     replies = gopher.GopherReplies(tuple(robots), missing, root, tuple(about), caps, page, read)
     return result, gopher.check(replies), None
