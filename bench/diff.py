@@ -34,7 +34,7 @@ from pathlib import Path
 
 import manners
 from manners.admin.diff import diff
-from manners.cli import sample_paths
+from manners.readers import sample_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from data_paths import unpacked

@@ -22,8 +22,9 @@ import robotstxt  # fast-robotstxt, a test dependency: its absence must fail, no
 import manners
 from corpus import WEB, binding_rewrite, rule_paths
 from manners.admin.diff import Asker, Diff, GroupSide, RuleChange, RuleSide, diff, group_changes
-from manners.cli import as_read_by, sample_paths
+from manners.readers import sample_paths
 from manners.robots import verdict
+from manners.targets import as_read_by
 from servers import jetforce, nginx
 from test_cli import ENTRY
 from test_cli import manners as run

@@ -11,11 +11,11 @@ from manners.fetch.outcome import (
     gemini_header,
     gemini_redirect,
     gemini_result,
-    gopher_text,
     http_redirect,
     http_result,
     retry_after,
 )
+from manners.gopher_reply import gopher_text
 
 URL = "https://example.com/robots.txt"
 BODY = b"User-agent: *\nDisallow: /private\n"

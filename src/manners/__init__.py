@@ -1,13 +1,12 @@
 """manners: robots.txt for robots that behave, on the Web, in Geminispace and in Gopherspace."""
 
-__version__ = "0.1.0"
-
 from .cache import CacheError
 from .crawl import Crawler, Page
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
 from .robot import Policy, Robot, RobotDecision, SyncRobot
 from .robots import Decision, Diagnostic, Group, RequestRate, RobotsTxt, asked_spacing, parse
+from .version import __version__
 
 __all__ = [
     "PROFILES",

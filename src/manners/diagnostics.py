@@ -1,19 +1,33 @@
 """What a file says that a reader may not mean: the findings behind `robots.diagnostics`.
 
-Each finding has a stable code, so scripts and `manners lint` can rely on it.
+Each finding has a stable code, so scripts and `manners lint` can rely on it.  The
+:class:`Diagnostic` is defined here, and :mod:`manners.robots` names it for the engine: this
+module reads the engine's line table and imports nothing of ``robots``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._core import FIELD_SPELLINGS, MAX_LINE_BYTES, rate
+from .gopher_reply import gopher_error, gopher_text
 from .profiles import Profile
 from .terminal import safe
 
 if TYPE_CHECKING:
-    from .robots import Diagnostic, RobotsTxt
+    from ._core import RobotsTxt
+
+
+class Diagnostic(NamedTuple):
+    """A finding: the line it is on (None for the whole file), how grave it is, its stable code
+    and what it says."""
+
+    line: int | None
+    severity: str  # "error", "warning" or "info"
+    code: str
+    message: str
+
 
 _CANONICAL = {
     "user-agent": "User-agent",
@@ -91,8 +105,6 @@ def utf16(body: bytes) -> Diagnostic | None:
     """An error when ``body`` is UTF-16 (a byte order mark FF FE or FE FF, or every other byte
     NUL in its first line's worth): RFC 9309 §2.3 says "The file MUST be UTF-8 encoded", and a
     UTF-16 file is not a binary file, which is what the engine alone would call it."""
-    from .robots import Diagnostic
-
     head = body[:200]
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         order = "little-endian" if head[:2] == b"\xff\xfe" else "big-endian"
@@ -112,9 +124,7 @@ def utf16(body: bytes) -> Diagnostic | None:
 def gopher_reply(body: bytes) -> Diagnostic | None:
     """An error when ``body`` is what a Gopher server sends for a missing file (a type-3 error
     line or menu, gophernicus' plain ``Error:`` page, or a menu where a file was asked for):
-    the fetcher reads each as no robots.txt (:func:`manners.fetch.outcome.gopher_text`)."""
-    from .fetch.outcome import gopher_error, gopher_text
-    from .robots import Diagnostic
+    the fetcher reads each as no robots.txt (:func:`manners.gopher_reply.gopher_text`)."""
 
     if not body.strip() or gopher_text(body) is not None:
         return None
@@ -129,8 +139,6 @@ def _whole_file(
     truncated: tuple[int, int] | None, binary: bool, html: bool
 ) -> tuple[list[Diagnostic], Diagnostic | None]:
     """From the engine's table: the cut at the size cap, and a file that is not a robots.txt."""
-    from .robots import Diagnostic
-
     cut = []
     if truncated is not None:
         at, line = truncated
@@ -152,8 +160,6 @@ def _whole_file(
 
 def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     """Every finding, read off the engine's line table (the only line grammar)."""
-    from .robots import Diagnostic
-
     rows, truncated, invalid_utf8, bom, long_lines, control_lines, binary, html, n_lines = robots._table()
     out: list[Diagnostic] = []
 
@@ -330,7 +336,6 @@ def _gemini_readings(robots: RobotsTxt) -> list[Diagnostic]:
     """Where a robot acting in a role reads the file differently under the two Gemini readings:
     every applicable group together (gemini) or only the most targeted one (gemini-targeted)."""
     from .profiles import GEMINI, GEMINI_TARGETED
-    from .robots import Diagnostic
 
     cautious, targeted = robots.reread(GEMINI), robots.reread(GEMINI_TARGETED)
     roles: dict[str, int] = {}  # role -> line of the first group naming it

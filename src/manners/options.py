@@ -11,8 +11,8 @@ import argparse
 import math
 import re
 
-from .cli import MAX_DELAY
 from .crawl.revisit import parse_interval
+from .pace import MAX_DELAY
 
 
 def count(text: str) -> int:

@@ -234,10 +234,10 @@ async def _fetch(url: str, user_agent: str | None, timeout: float) -> FetchResul
 
 async def _fetch_exact(url: str, user_agent: str | None, timeout: float) -> FetchResult:
     """An HTTP(S) file somewhere other than /robots.txt, read with the same outcome table."""
-    from . import __version__
     from .fetch import http
     from .fetch.net import Deadlines
     from .fetch.outcome import unreachable
+    from .version import __version__
 
     deadlines = Deadlines.of(timeout)
     work = http.fetch(url, deadlines, MAX_BYTES, user_agent or f"manners/{__version__}")

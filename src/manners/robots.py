@@ -3,7 +3,8 @@
 The engine is manners-core, in Rust (``manners._core``): it reads the file into a line table
 once, and delimits groups, chooses them and compiles their rules the first time a robot
 asks.  ``RobotsTxt`` and ``parse`` are the engine's own; this module holds the NamedTuples
-they return, how profiles are found by name or URL, and the way to the diagnostics.
+they return (``Diagnostic`` from :mod:`manners.diagnostics`), how profiles are found by name or
+URL, and the way to the diagnostics.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from datetime import UTC, datetime, time
 from typing import NamedTuple
 
 from . import _core
+from .diagnostics import Diagnostic as Diagnostic  # a finding, as RobotsTxt.diagnostics gives it
+from .diagnostics import diagnose
 from .profiles import Profile, get_profile, profile_for, profile_of
 
 
@@ -57,13 +60,6 @@ class RequestRate(tuple[int, float]):
     def __repr__(self) -> str:
         window = f", start_time={self.start_time!r}, end_time={self.end_time!r}" if self.start_time else ""
         return f"RequestRate(requests={self[0]!r}, seconds={self[1]!r}{window})"
-
-
-class Diagnostic(NamedTuple):
-    line: int | None
-    severity: str  # "error", "warning" or "info"
-    code: str
-    message: str
 
 
 class Group(NamedTuple):
@@ -153,8 +149,6 @@ def _chosen(robots: RobotsTxt, profile: str | Profile | None) -> _core.Profile:
 
 
 def _diagnostics(robots: RobotsTxt) -> list[Diagnostic]:
-    from .diagnostics import diagnose
-
     return diagnose(robots, robots.profile or get_profile("rfc9309"))
 
 

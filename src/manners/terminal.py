@@ -8,6 +8,7 @@ as an escape; :func:`safe_json` is the same rule in JSON's own escapes, so a scr
 still reads back the exact text.  A byte that is not UTF-8 is shown as ``\\xff`` on the
 terminal and, by :func:`readable`, as the same four characters in every JSON output
 (``--json`` and ``pages.jsonl``): a lone surrogate is no text most JSON readers accept.
+:func:`printable` is the shorter rule for a log line: a control character becomes "?".
 """
 
 from __future__ import annotations
@@ -109,3 +110,9 @@ def _as_text(match: re.Match[str]) -> str:
     ``\\ud800`` for any other."""
     code = ord(match[0])
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Text from the network made safe to log or show: control characters become "?"."""
+    clean = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return clean if len(text) <= limit else clean + "…"

@@ -31,13 +31,13 @@ The API (stable; every value is immutable)::
   profiles a role changes nothing, so a robot is asked once, with no role.
 * **under which profile**: each URL's own (by its scheme, as ``manners check`` reads it; a
   path by ``default_profile``), or every profile in ``profiles``.  A target is asked about as
-  a robot reading under that profile asks (``manners.cli.as_read_by``, as ``explain`` asks):
+  a robot reading under that profile asks (``manners.targets.as_read_by``, as ``explain`` asks):
   a text that is no URL is a path, read from the root when it does not start with '/'
   (``1/secret`` is ``/1/secret``), except by the gopher profile, which reads it as a selector.
 * **which URLs**: ``urls``, or when it is None each rule's own path in either file (as
   ``manners explain`` samples them; under google spelled as the google profile spells the
   rule, ``/café`` as ``/caf%C3%A9``, since Google's robots.cc compares a URL as given).
-  Check what a user typed first, as the command does (``manners.cli.check_target``):
+  Check what a user typed first, as the command does (``manners.targets.check_target``):
   ``example.org/x`` would be the path ``/example.org/x``.
 * **what flips**: ``allowed`` differs between the two files.  A deciding line that moved
   while the verdict stayed is no flip.  Robots (and roles) that decide alike are grouped in
@@ -84,9 +84,10 @@ from operator import ne
 from typing import Literal, NamedTuple
 
 from .._core import google_escape, google_path
-from ..cli import ROLES, as_read_by, is_url, sample_paths
 from ..profiles import get_profile, profile_for
+from ..readers import ROLES, sample_paths
 from ..robots import Decision, Group, RobotsTxt, parse
+from ..targets import as_read_by, is_url
 
 __all__ = [
     "AgentCount",

@@ -17,31 +17,18 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..cli import (
-    Out,
-    Source,
-    UsageError,
-    about,
-    blocked,
-    check_agent,
-    check_target,
-    first_words,
-    read_source,
-    scheme_profile,
-    unread_note,
-)
 from ..diagnostics import quoted
+from ..output import Out, UsageError
 from ..profiles import PROFILES
 from ..robots import Decision
+from ..source import Source, about, blocked, first_words, read_source, unread_note
+from ..targets import check_agent, check_target, scheme_profile
 from ..terminal import safe
 from .diff import Asker, Diff, Flip, GroupChange, GroupSide, RuleChange, diff
-
-if TYPE_CHECKING:
-    from .command import Common
 
 EXAMPLES = """examples:
   manners diff robots.txt robots.new.txt                (each rule's own path is a URL to compare)
@@ -60,7 +47,7 @@ exit status: 0 no verdict flips; 1 some verdict flips (a deploy guard);
 MANY = 8  # robots named on a flip's line; the rest are counted (--json lists every one)
 
 
-def add_parser(sub: Any, common: Common) -> argparse.ArgumentParser:
+def add_parser(sub: Any, common: Callable[..., None]) -> argparse.ArgumentParser:
     """Register ``diff`` on the ``manners`` command's subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "diff",

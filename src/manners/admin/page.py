@@ -19,14 +19,14 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote_from_bytes
 
-from ..cli import READERS, table_cell
 from ..profiles import PROFILES
+from ..readers import READERS, table_cell
 from ..robots import Decision, Diagnostic
 from ..terminal import safe
 
 if TYPE_CHECKING:
+    from .answer import Answer, Ask, Reading, Shown
     from .diff import GroupChange
-    from .serve import Answer, Ask, Reading, Shown
     from .site import Column, Row, SiteReport
 
 MAX_SAMPLE = 50  # pages of the live server a sample crawl may fetch (manners site's default)

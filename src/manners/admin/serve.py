@@ -5,10 +5,10 @@ An admin pastes a draft or fetches the live file, and the page answers with what
 may fetch which URL and what every reader decides (each cell a link to its deciding line),
 the draft's verdicts against the live file's, every profile side by side, and (when asked)
 the live server's audit with a sample of its URLs.  Nothing here decides or reads a
-robots.txt itself: :func:`answer` calls :mod:`manners.cli` (``policies``, ``matrix_of``,
-``results_of``, ``pace``), :func:`manners.diagnostics.lint`, :mod:`manners.admin.diff` and
+robots.txt itself: :func:`answer` calls what the commands share (``policies``,
+``matrix_of``, ``results_of``, ``pace``), :func:`manners.diagnostics.lint`, :mod:`manners.admin.diff` and
 :mod:`manners.admin.site` (``audit_site``, and its matrix); :mod:`manners.admin.page` writes
-the HTML.
+the HTML from the data in :mod:`manners.admin.answer`.
 
 The page works with JavaScript off: a form posts, the page answers, and the answer is also
 reachable by GET (``/?draft=...&urls=...``) so that it can be linked to.  It is safe by
@@ -29,9 +29,8 @@ import ipaddress
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from dataclasses import replace
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio
 from starlette.applications import Starlette
@@ -43,30 +42,18 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..cli import (
-    Source,
-    UsageError,
-    blocked,
-    capped,
-    check_agent,
-    check_target,
-    check_url,
-    fetched,
-    matrix_of,
-    pace,
-    pace_lines,
-    policies,
-    results_of,
-    sample_paths,
-    scheme_profile,
-    unread_note,
-)
 from ..diagnostics import lint, said
+from ..output import UsageError
+from ..pace import pace, pace_lines
 from ..profiles import PROFILES
-from ..robots import Decision, Diagnostic, parse
+from ..readers import matrix_of, results_of, sample_paths
+from ..robots import Diagnostic, parse
+from ..source import Source, blocked, capped, fetched, policies, unread_note
+from ..targets import check_agent, check_target, check_url, scheme_profile
 from . import page
+from .answer import Answer, Ask, ProfileColumn, Reading, Shown
 from .diff import Diff, diff
-from .site import Column, Row, SiteReport, audit_site
+from .site import SiteReport, audit_site
 from .site.matrix import columns_for, decide
 
 log = logging.getLogger("manners.serve")
@@ -108,35 +95,6 @@ class BadRequest(Exception):
 
 
 # -- what the form asks ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ask:
-    """What the form asks, every field checked (see :func:`read_ask`)."""
-
-    draft: str = ""
-    live: str = ""
-    agents: tuple[str, ...] = ("*",)
-    roles: tuple[str, ...] = ()
-    urls: tuple[str, ...] = ()
-    profile: str = ""  # "": by the live URL's scheme, as the commands choose
-    audit: bool = False  # audit the live server, as manners site does
-    sample: int = 0  # pages of the live server to crawl for the URLs when none are given (audits too)
-    load: bool = False  # fetch the live file into the draft
-
-    @property
-    def empty(self) -> bool:
-        return not (self.draft or self.live)
-
-    def query(self) -> str:
-        """The GET form of this ask: ``/?`` and this is the answer page's own address."""
-        pairs = [("draft", self.draft), ("live", self.live), ("agent", "\n".join(self.agents)),
-                 ("role", ", ".join(self.roles)), ("urls", "\n".join(self.urls)),
-                 ("profile", self.profile)]  # fmt: skip
-        pairs += [("audit", "on")] if self.audit else []
-        pairs += [("sample", str(self.sample))] if self.sample else []
-        kept = [(k, v) for k, v in pairs if v or k == "role"]  # no role given is no role, not --role's
-        return urlencode([(k, v.encode("utf-8", "surrogateescape")) for k, v in kept])
 
 
 def read_ask(fields: Mapping[str, list[str]], defaults: argparse.Namespace) -> Ask:
@@ -228,57 +186,6 @@ def fields_of(text: str) -> dict[str, list[str]]:
 
 
 # -- the answer --------------------------------------------------------------------------
-
-
-@dataclass
-class Shown:
-    """A robots.txt on the page: its lines, the findings on them, the notes said first."""
-
-    src: Source
-    label: str  # "the draft", or the robots.txt URL
-    anchor: str  # the prefix of its lines' ids: "L" (#L12), "live-L" (#live-L12)
-    findings: list[Diagnostic] = field(default_factory=list)  # lint's, under the chosen profile
-    notes: list[str] = field(default_factory=list)  # unread, cut, or no robots.txt at all
-
-
-@dataclass
-class Reading:
-    """One profile's reading of the main file for one robot: a cell block of the side-by-side table."""
-
-    chosen: list[tuple[str, list[tuple[int, int]]]]  # the groups that apply, as explain names them
-    reason: str  # why none does
-    pace: str  # explain's pace line
-
-
-@dataclass
-class ProfileColumn:
-    """One profile's column of the side-by-side table: its findings, and each robot's reading."""
-
-    profile: str
-    findings: list[Diagnostic]
-    readings: list[Reading]  # one per agent, in the order asked
-
-
-@dataclass
-class Answer:
-    ask: Ask
-    profile: str
-    files: list[Shown]  # the draft and the live file, as asked; the first is what the matrix reads
-    targets: list[str]
-    target_note: str | None = None
-    matrices: list[tuple[str, list[list[Decision]]]] = field(default_factory=list)  # per agent
-    profiles: list[ProfileColumn] = field(default_factory=list)
-    unread: list[dict[str, Any]] = field(default_factory=list)  # results when nothing was read
-    diff: Diff | None = None  # the live file's verdicts against the draft's (manners.admin.diff)
-    diff_note: str | None = None
-    site: SiteReport | None = None  # the live server's audit (manners.admin.site)
-    columns: list[Column] = field(default_factory=list)  # who may fetch what: the robots ...
-    rows: list[Row] = field(default_factory=list)  # ... against the targets, as manners site decides
-
-    @property
-    def live_anchor(self) -> str:
-        """The prefix of the live file's line ids (the file fetched, not the draft)."""
-        return next((f.anchor for f in self.files if f.src.policy is not None), "L")
 
 
 def fetch_live(url: str, agent: str, settings: argparse.Namespace) -> Source:

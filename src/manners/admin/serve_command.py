@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..cli import Out, UsageError, check_agent
 from ..options import delay
+from ..output import Out, UsageError
+from ..targets import check_agent
 from ..vocabulary import timestamp
 
 EXAMPLES = """examples:

@@ -15,17 +15,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from .entry import Entry
-
-
-class CacheError(Exception):
-    """The shared cache cannot be used (for example, its Redis server is down)."""
-
-
-class LeaseLost(Exception):
-    """A lease is no longer held by the one acting under it (it expired and was taken back, or
-    the URL was leased anew): a request, a settling or a retry under it was refused, and the
-    frontier left as it was.  Not a failure of the frontier: the worker drops that URL's work."""
-
+from .errors import CacheError, LeaseLost
 
 # Seconds added to a host's spacing when a slot is claimed: the start a claim compares with is
 # stamped after the connection was made, on a clock read a little later than the wire saw it,

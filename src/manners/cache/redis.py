@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from . import CacheError
 from .entry import Entry
+from .errors import CacheError
 
 T = TypeVar("T")
 PREFIX = "manners:"

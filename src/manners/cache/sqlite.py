@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from . import CacheError
 from .entry import Entry
+from .errors import CacheError
 
 T = TypeVar("T")
 

@@ -30,6 +30,7 @@ from typing import Any
 from ..cache import CacheError
 from ..fetch.address import Network, parse_networks
 from ..options import byte_size, count, interval, positive, positive_seconds, seconds
+from ..output import UsageError
 from ..terminal import safe
 from .crawler import LEASE, WARC_SIZE, Crawler, check_seed, read_settings
 from .frontier import is_shared, shown
@@ -256,8 +257,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
-    from ..cli import UsageError
-
     for seed in args.seeds:
         try:
             check_seed(seed)
@@ -346,7 +345,6 @@ def cmd_crawl(args: argparse.Namespace, out: Any) -> int:
 def _guard_redis(spec: str, allow: bool) -> None:
     """Refuse (exit 2, one sentence) a Redis whose settings can lose the crawl, before anything is
     written to it; with ``--allow-unsafe-redis``, or for what only loses part of it, warn."""
-    from ..cli import UsageError
     from .frontier import FrontierError
     from .redis_frontier import durability
     from .redis_settings import sentence
@@ -374,7 +372,6 @@ def _allow_private(value: Any) -> bool | tuple[Network, ...]:
 
 
 async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
-    from ..cli import UsageError
     from .frontier import CrawlLost, FrontierError
     from .progress import Progress, describe, safe, summary
 
@@ -543,7 +540,6 @@ def add_status_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_status(args: argparse.Namespace, out: Any) -> int:
-    from ..cli import UsageError
     from .frontier import FrontierError, open_frontier
     from .progress import crawl_status, status_lines
 

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import __version__
 from ..agents import require_token
 from ..cache import LeaseLost, take_slot
 from ..cache.entry import TTL, Entry
@@ -48,6 +47,7 @@ from ..fetch.net import resolve
 from ..profiles import get_profile
 from ..robot import Policy, Robot, RobotDecision
 from ..robots import asked_spacing
+from ..version import __version__
 from ..vocabulary import timestamp
 from . import gophermap, links, meaning, urls
 from .client import Response, gemini_get, gopher_get

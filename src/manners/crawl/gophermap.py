@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..fetch.outcome import gopher_error, gopher_text_body, printable
+from ..gopher_reply import gopher_error, gopher_text_body
+from ..terminal import printable
 from .urls import gopher_url, selector_text
 
 TEXT_TYPES = frozenset("0146hpx")  # fetched: "1" a menu, "0" text, the draft's text types 4 6 h p x

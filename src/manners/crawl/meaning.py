@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..fetch.outcome import printable
+from ..terminal import printable
 from .gophermap import error_reply
 from .urls import normalise
 

@@ -38,7 +38,7 @@ from warcio.statusandheaders import StatusAndHeaders  # type: ignore[import-unty
 from warcio.timeutils import datetime_to_iso_date  # type: ignore[import-untyped]
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]
 
-from .. import __version__
+from ..version import __version__
 
 WARC_VERSION = "WARC/1.1"
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 
-from .. import __version__
+from ..version import __version__
 from . import gemini, gopher, http
 from .locations import robots_locations
 from .net import Deadlines

@@ -10,9 +10,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote
 
+from ..gopher_reply import gopher_text
 from .locations import split_authority
 from .net import Deadlines, NetworkError, close, connect, read_to_eof
-from .outcome import GOPHER_SELECTORS, FetchResult, gopher_text, ok, unavailable, unreachable
+from .outcome import GOPHER_SELECTORS, FetchResult, ok, unavailable, unreachable
 
 
 async def fetch(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 
-from .. import __version__
+from ..version import __version__
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -34,13 +34,13 @@ from ..fetch.outcome import (
     FetchResult,
     http_redirect,
     http_result,
-    printable,
     too_many_redirects,
     unreachable,
 )
 from ..profiles import get_profile
 from ..robot import MAX_POLICIES, Policy, Robot
 from ..robots import asked_spacing
+from ..terminal import printable
 from .pacing import PATIENCE, FleetPacing, PacingError, check_location
 from .parser import RobotParser, agent
 from .slots import keep_delay

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...cli import Out, UsageError, check_agent, is_url, label, table_cell, url_path, verdict_cell
 from ...diagnostics import said
 from ...options import count, delay
+from ...output import Out, UsageError
+from ...readers import label, table_cell, verdict_cell
+from ...targets import check_agent, is_url, url_path
 from ...terminal import safe
 from .probe import audit_site
 from .report import SEVERITIES, SiteReport, lint_basis

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ...agents import product_token
-from ...cli import ROLES, as_read_by
+from ...readers import ROLES
 from ...robots import RobotsTxt
+from ...targets import as_read_by
 from .report import Column, Row
 
 

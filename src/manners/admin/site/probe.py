@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ...agents import require_token
-from ...cli import MAX_DELAY, check_url, is_url, scheme_profile
-from ...cli import UsageError as CliUsage
 from ...crawl.client import gemini_get
 from ...diagnostics import lint
 from ...fetch import FetchResult, robots_locations
@@ -39,8 +37,11 @@ from ...fetch.outcome import (
     too_many_redirects,
     unreachable,
 )
+from ...output import UsageError as CliUsage
+from ...pace import MAX_DELAY
 from ...robots import RobotsTxt, asked_spacing
-from . import gemini, gopher, http, matrix, sample
+from ...targets import check_url, is_url, scheme_profile
+from . import gemini, gopher, gopher_url, http, matrix, sample
 from .report import SEVERITIES, Finding, Reply, Sample, SiteReport
 
 if TYPE_CHECKING:
@@ -270,7 +271,7 @@ async def _gopher(
     if not gopher.is_file(about[0], missing) and about[0].error is None:
         about.append(await ask("/about.txt"))
     caps = (await ask("caps.txt"), await ask("/caps.txt"))
-    page = await ask(gopher.URL_SELECTOR)
+    page = await ask(gopher_url.URL_SELECTOR)
     read = result.extra.get("selector") if result.outcome == "ok" else None
     replies = gopher.GopherReplies(tuple(robots), missing, root, tuple(about), caps, page, read)
     return result, gopher.check(replies), None
@@ -391,7 +392,7 @@ async def _http(
 
 
 def _client(deadlines: Deadlines) -> httpx.AsyncClient:
-    from ... import __version__
+    from ...version import __version__
 
     return http_fetch.client(deadlines, f"manners/{__version__} (site audit)")
 

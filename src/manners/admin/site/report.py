@@ -296,11 +296,11 @@ def _diagnostic(d: Diagnostic) -> dict[str, Any]:
 
 
 def robots_block(result: FetchResult) -> dict[str, Any]:
-    """The robots.txt a robot read, as every command's JSON says it (``manners.cli.about``)."""
+    """The robots.txt a robot read, as every command's JSON says it (``manners.source.about``)."""
     from ...cache.entry import entry_after
-    from ...cli import Source, about
     from ...crawl.urls import authority
     from ...robot import Policy
+    from ...source import Source, about
 
     entry = entry_after(None, result, result.fetched_at)
     policy = Policy(authority(result.url), entry, result.robots, False, 0.0)
