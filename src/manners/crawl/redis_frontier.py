@@ -76,6 +76,12 @@ password, a command an ACL denies) is a ``lasting`` FrontierError, not waited ou
 
 Memory: one hash field per URL (its record, a dozen bytes plus its parent), its queue entry while
 queued, its lease while in flight; the worker keeps nothing of the URL set in Python.
+
+Where the parts are: the Lua scripts in ``redis_scripts``, the shard arithmetic and fan-out in
+``redis_shards``, the clients and their failures in ``redis_client``, the settings check in
+``redis_durability`` (``durability`` is re-exported here); the values and the protocol shared
+with ``SQLiteFrontier`` in ``leases``, ``frontier_errors`` and ``frontier_protocol``.  None of
+them imports ``frontier``, which opens this module: no import circle.
 """
 
 from __future__ import annotations
@@ -83,11 +89,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import secrets
-import socket
 import time
-import zlib
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -99,503 +102,28 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from ..cache import Held, LeaseLost
 from ..cache.redis import BOOK, CLAIM
-from ..terminal import safe
-from .frontier import (
-    DONE,
-    IN_FLIGHT,
-    QUEUED,
-    WORKERS_KEPT,
-    CrawlLost,
-    FrontierError,
-    Lease,
-    Revisits,
-    Visit,
-    _retrieved,
-)
-from .redis_settings import NAMES, Finding, findings, from_info
+from . import redis_scripts as lua
+from .frontier_errors import CrawlLost, FrontierError, retrieved
+from .frontier_protocol import WORKERS_KEPT
+from .leases import DONE, IN_FLIGHT, QUEUED, Lease, Revisits, Visit
+from .redis_client import connect, failures
+from .redis_durability import durability
+from .redis_shards import LAYOUT, SHARDS, pairs_of, per_shard, shard_of, together
 from .urls import authority
 
 if TYPE_CHECKING:
-    from .frontier import Frontier
+    from .frontier_protocol import Frontier
+
+__all__ = ["SHARDS", "WORKERS_KEPT", "KnownHosts", "RedisFrontier", "durability", "open_redis_frontier"]
 
 T = TypeVar("T")
 
-SHARDS = 16  # shards of a crawl: part of its layout, kept in N:layout
 _CHUNK = 1000  # URLs queued per script call: a big add_many must not hold Redis for long
 _ALL = "\0all"  # the ordering key of the changes that touch every authority
-_LOST = "manners-crawl-lost"  # the error a script raises when a crawl's marker or a record is gone
-
-# Put before each per-shard script.  ARGV[1] is the shard's key prefix ``N:{N:k}:``; every key a
-# script names is built from it, so it hashes to the slot of KEYS[1] (the shard's counts).
-_LIB = """
-local P = ARGV[1]
-local QUEUED, IN_FLIGHT, DONE = 0, 1, 2
-local function key(kind, a) return P .. kind .. ':' .. a end
--- Scores written exactly: Lua would print a number with 14 digits only.
-local function score(x) return string.format('%.17g', x) end
-local function clock()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
-local function count(field, n)
-  if n ~= 0 then redis.call('HINCRBY', P .. 'counts', field, n) end
-end
--- The shard's marker, written when the crawl was made: without it the crawl is gone (a Redis
--- restarted without its data) or has lost keys (evicted): nothing may go on as if it were whole.
--- Checked before a script writes anything (a script's error does not undo its writes).
-local function alive()
-  if redis.call('EXISTS', P .. 'crawl') == 0 then error('manners-crawl-lost ' .. P .. 'crawl') end
-end
--- Whether ``url`` is in flight under the lease ``token`` (its ``held`` entry names it).
-local function holds(url, token)
-  local held = redis.call('HGET', P .. 'held', url)
-  return held ~= false and held ~= nil and cmsgpack.unpack(held) == token
-end
--- A record that should be there and is not: a key evicted.
-local function lost(what) error('manners-crawl-lost ' .. what) end
--- A URL's record: {state, depth, attempts, redirects, not_before, id, parent, outcome, visits,
--- interval, digest, capture_at, misses}; absent values are false (a record of 8 fields, written
--- before a crawl could revisit, reads the last five as absent).
-local function load(a, url)
-  local packed = redis.call('HGET', key('u', a), url)
-  if not packed then return nil end
-  local r = {cmsgpack.unpack(packed)}
-  for i = 9, 13 do if r[i] == nil then r[i] = false end end
-  r[9], r[13] = r[9] or 0, r[13] or 0
-  return r
-end
--- A URL never revisited is stored in the 8 fields it had before revisits existed (12 bytes less).
-local function store(a, url, r)
-  local packed
-  if r[9] == 0 and not r[10] and not r[11] and not r[12] and r[13] == 0 then
-    packed = cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
-  else
-    packed = cmsgpack.pack(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13])
-  end
-  redis.call('HSET', key('u', a), url, packed)
-end
-local function enqueue(a, url, r)
-  r[1] = QUEUED
-  store(a, url, r)
-  redis.call('ZADD', key('q', a), score(r[5]), string.format('%010d', r[6]) .. url)
-  if r[9] > 0 then redis.call('ZADD', P .. 'revisit', score(r[5]), url) end
-end
--- A number as a reply carries it (Lua numbers become integers), or false.
-local function exact(x) if x then return score(x) end return false end
-local function unlease(url)
-  redis.call('ZREM', P .. 'leases', url)
-  redis.call('HDEL', P .. 'held', url)
-end
--- After a change to an authority's queue or park: when it is next ready, and its turn.
-local function refresh(a)
-  local first = redis.call('ZRANGE', key('q', a), 0, 0, 'WITHSCORES')
-  if #first == 0 then
-    redis.call('ZREM', P .. 'due', a)
-    redis.call('ZREM', P .. 'turn', a)
-    return
-  end
-  local info = redis.call('HMGET', key('a', a), 'parked', 'turn')
-  redis.call('ZADD', P .. 'due', score(math.max(tonumber(first[2]), tonumber(info[1] or 0))), a)
-  redis.call('ZADD', P .. 'turn', info[2] or 0, a)
-end
--- Back to the queue from flight, with ``tried`` attempts more (the caller refreshes).
-local function back(a, url, tried)
-  unlease(url)
-  local r = load(a, url)
-  r[3] = r[3] + tried
-  enqueue(a, url, r)
-end
--- One HSCAN batch of a's URLs from ``cursor``: each done record that ``wanted`` takes is changed
--- by ``change`` and queued again (the caller refreshes a).  Returns the next cursor, how many.
-local function requeue_batch(a, cursor, wanted, change)
-  local scan = redis.call('HSCAN', key('u', a), cursor, 'COUNT', 500)
-  local n = 0
-  for i = 1, #scan[2], 2 do
-    local r = load(a, scan[2][i])
-    if r[1] == DONE and wanted(r) then
-      change(r)
-      enqueue(a, scan[2][i], r)
-      n = n + 1
-    end
-  end
-  if n > 0 then
-    redis.call('HINCRBY', key('a', a), 'done', -n)
-    count('done', -n)
-    count('queued', n)
-  end
-  return scan[1], n
-end
--- ARGV[i..]: max_queued (-1: none), depth, redirects, has_parent, parent, then authority, url
--- pairs.  Queues the unknown URLs; one code per URL: 1 new, 0 known, -1 dropped (queue full).
-local function add_urls(i)
-  local cap, depth, redirects = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local parent = ARGV[i + 3] == '1' and ARGV[i + 4]
-  local codes, touched, added = {}, {}, 0
-  alive()
-  for j = i + 5, #ARGV, 2 do
-    local a, url = ARGV[j], ARGV[j + 1]
-    local code = 0
-    if redis.call('HEXISTS', key('u', a), url) == 0 then
-      if cap >= 0 and redis.call('ZCARD', key('q', a)) >= cap then
-        code = -1
-      else
-        local id = redis.call('HINCRBY', key('a', a), 'seq', 1)
-        enqueue(a, url, {QUEUED, depth, 0, redirects, 0, id, parent, false, 0, false, false, false, 0})
-        touched[a] = true
-        code = 1
-        added = added + 1
-      end
-    end
-    codes[#codes + 1] = code
-  end
-  for a in pairs(touched) do
-    redis.call('SADD', P .. 'auths', a)
-    refresh(a)
-  end
-  count('queued', added)
-  return codes
-end
-"""
-
-_ADD = "return add_urls(2)"
-
-# ARGV: prefix, authority, owner, ttl, now (crawler's clock), token.
-_LEASE = """
-local a, now = ARGV[2], tonumber(ARGV[5])
-alive()
-local due = redis.call('ZSCORE', P .. 'due', a)
-if not due or tonumber(due) > now then return false end
-local first = redis.call('ZRANGEBYSCORE', key('q', a), '-inf', ARGV[5], 'LIMIT', 0, 1)
-if #first == 0 then return false end
-local url = string.sub(first[1], 11)
-local r = load(a, url)
-if not r then lost(key('u', a) .. ' ' .. url) end
-redis.call('ZREM', key('q', a), first[1])
-redis.call('ZREM', P .. 'revisit', url)
-r[1] = IN_FLIGHT
-store(a, url, r)
-local t = clock()
-redis.call('HSET', P .. 'held', url, cmsgpack.pack(ARGV[6], ARGV[3], a))
-redis.call('ZADD', P .. 'leases', score(t + tonumber(ARGV[4])), url)
-redis.call('HSET', key('a', a), 'turn', score(t))
-refresh(a)
-count('queued', -1)
-count('in_flight', 1)
-return {url, r[2], r[3], r[7], r[4], ARGV[6], r[9], exact(r[10]), r[11], exact(r[12]), r[13]}
-"""
-
-# ARGV: prefix, authority, url, outcome, page (0/1), the JSON of its links for the outbox ('' for
-# none), a revisiting crawl's visit (number, 0 for none; due, interval, digest, capture_at, '' for
-# none; misses; changed, '' for none, else 0/1), the lease's token ('' for none), a repeat (1: the
-# call before lost its reply), then add_urls' arguments for the links of this shard.  Returns
-# {queue the outbox's links (1: settled now; 0: settled before, and 1 if its outbox entry waits
-# still), the links' codes, 1 settled now, 0 before, -1 refused}.  Given a token, it settles
-# only while that lease is held: a stale one (the lease expired and was taken back) changes
-# nothing; a repeat finds its own settling done (or the URL queued for its next visit).
-_SETTLE = """
-local a, url = ARGV[2], ARGV[3]
-alive()
-local r = load(a, url)
-local number, token = tonumber(ARGV[7]), ARGV[14]
-local function opt(x) if x == '' then return false end return x end
-local function mine() return r and r[1] == IN_FLIGHT and holds(url, token) end
-if token ~= '' and not mine() then
-  if not r then lost(key('u', a) .. ' ' .. url) end
-  if ARGV[15] == '1' and r[1] ~= IN_FLIGHT then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
-  return {0, {}, -1}
-end
-if number > 0 then
-  if not mine() then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
-  unlease(url)
-  count('in_flight', -1)
-  local first = r[9] == 0
-  r[9], r[10], r[11], r[12], r[13] = number, tonumber(opt(ARGV[9])) or false, opt(ARGV[10]),
-    tonumber(opt(ARGV[11])) or false, tonumber(ARGV[12])
-  if ARGV[8] ~= '' then
-    r[3], r[5], r[8] = 0, tonumber(ARGV[8]), false
-    enqueue(a, url, r)
-    refresh(a)
-    count('queued', 1)
-    if first then redis.call('HINCRBY', key('a', a), 'kept', 1) end
-  else
-    r[1], r[8] = DONE, ARGV[4]
-    store(a, url, r)
-    redis.call('HINCRBY', key('a', a), 'done', 1)
-    if not first then redis.call('HINCRBY', key('a', a), 'kept', -1) end
-    count('done', 1)
-  end
-  count('o:' .. ARGV[4], 1)
-  if ARGV[5] == '1' then count('o:pages', 1) end
-  if ARGV[13] ~= '' then
-    count('o:visit:' .. number, 1)
-    if ARGV[13] == '1' then count('o:changed:' .. number, 1) end
-  end
-  if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
-  return {1, add_urls(16), 1}
-end
-if r and r[1] == DONE then return {redis.call('HEXISTS', P .. 'outbox', url), {}, 0} end
-if r then
-  if r[1] == QUEUED then
-    redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
-    redis.call('ZREM', P .. 'revisit', url)
-    count('queued', -1)
-    refresh(a)
-  else
-    unlease(url)
-    count('in_flight', -1)
-  end
-  r[1] = DONE
-  r[8] = ARGV[4]
-  store(a, url, r)
-  redis.call('HINCRBY', key('a', a), 'done', 1)
-  count('done', 1)
-  count('o:' .. ARGV[4], 1)
-  if ARGV[5] == '1' then count('o:pages', 1) end
-end
-if ARGV[6] ~= '' then redis.call('HSET', P .. 'outbox', url, ARGV[6]) end
-return {1, add_urls(16), 1}
-"""
-
-# ARGV: prefix, authority, url, not_before, attempts to add (0/1), the lease's token ('' for
-# none), a repeat (1/0).  1 when queued again, 0 when not in flight, -1 when the lease named is
-# not held (nothing changed).
-_RETRY = """
-local a, url = ARGV[2], ARGV[3]
-alive()
-local r = load(a, url)
-if ARGV[6] ~= '' and not (r and r[1] == IN_FLIGHT and holds(url, ARGV[6])) then
-  if not r then lost(key('u', a) .. ' ' .. url) end
-  if ARGV[7] == '1' and r[1] == QUEUED then return 0 end
-  return -1
-end
-if not r or r[1] ~= IN_FLIGHT then return 0 end
-unlease(url)
-r[3] = r[3] + tonumber(ARGV[5])
-r[5] = tonumber(ARGV[4])
-enqueue(a, url, r)
-refresh(a)
-count('in_flight', -1)
-count('queued', 1)
-return 1
-"""
-
-# ARGV: prefix, owner ('' for none).  Returns the expired leases to the queue with one attempt
-# more, and the owner's others without; how many.
-_RECLAIM = """
-alive()
-local urls = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', score(clock()))
-local tried = {}
-for _, url in ipairs(urls) do tried[url] = 1 end
-if ARGV[2] ~= '' then
-  for _, url in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
-    local _, owner = cmsgpack.unpack(redis.call('HGET', P .. 'held', url))
-    if not tried[url] and owner == ARGV[2] then
-      urls[#urls + 1] = url
-      tried[url] = 0
-    end
-  end
-end
-local touched = {}
-for _, url in ipairs(urls) do
-  local _, _, a = cmsgpack.unpack(redis.call('HGET', P .. 'held', url))
-  back(a, url, tried[url])
-  touched[a] = true
-end
-for a in pairs(touched) do refresh(a) end
-count('in_flight', -#urls)
-count('queued', #urls)
-return #urls
-"""
-
-# ARGV: prefix, owner, ttl, then url, token pairs ('' for any of owner's).  Extends the leases
-# held; returns the URLs whose lease is no longer held (taken back, or leased anew).
-_RENEW = """
-alive()
-local expiry = score(clock() + tonumber(ARGV[3]))
-local gone = {}
-for i = 4, #ARGV, 2 do
-  local url, token = ARGV[i], ARGV[i + 1]
-  local held = redis.call('HGET', P .. 'held', url)
-  local ok = false
-  if held then
-    local leased, owner = cmsgpack.unpack(held)
-    ok = owner == ARGV[2] and (token == '' or leased == token)
-  end
-  if ok then redis.call('ZADD', P .. 'leases', 'XX', expiry, url) else gone[#gone + 1] = url end
-end
-return gone
-"""
-
-# ARGV: prefix, authority, spacing, url, token, ttl.  ``claim`` under a lease: the slot is
-# granted only while ``url`` is in flight under ``token``, and the lease is extended to ``ttl``
-# seconds from now in the same step, so the request leaves with its lease held.  Returns 0
-# when claimed, the seconds left, or -1 when the lease is not held.
-_CLAIM_HELD = """
-alive()
-if not holds(ARGV[4], ARGV[5]) then return '-1' end
-local now = clock()
-local k, spacing = key('start', ARGV[2]), tonumber(ARGV[3])
-local left = tonumber(redis.call('GET', k) or '0') + spacing - now
-if left > 0 then return string.format('%.6f', left) end
-redis.call('SET', k, string.format('%.6f', now), 'PX', math.ceil(spacing * 1000) + 60000)
-redis.call('ZADD', P .. 'leases', 'XX', score(now + tonumber(ARGV[6])), ARGV[4])
-return '0'
-"""
-
-# ARGV: prefix, authority, outcome, HSCAN cursor.  Requeues a batch; returns {cursor, how many}.
-_REQUEUE = """
-local a, outcome = ARGV[2], ARGV[3]
-local cursor, n = requeue_batch(a, ARGV[4], function(r) return r[8] == outcome end,
-                                function(r) r[3], r[5], r[8] = 0, 0, false end)
-if n > 0 then
-  redis.call('HDEL', key('a', a), 'parked', 'reason')
-  redis.call('ZREM', P .. 'parked', a)
-  refresh(a)
-  count('o:' .. outcome, -n)
-end
-return {cursor, n}
-"""
-
-# ARGV: prefix, authority, due, HSCAN cursor.  Queues a batch of the URLs settled ``fetched`` again,
-# due then, as visited once (a crawl made without --revisit resumed with it); {cursor, how many}.
-_REVISIT_SETTLED = """
-local a, due = ARGV[2], tonumber(ARGV[3])
-local cursor, n = requeue_batch(a, ARGV[4], function(r) return r[8] == 'fetched' end,
-                                function(r) r[3], r[5], r[8], r[9] = 0, due, false, math.max(r[9], 1) end)
-if n > 0 then
-  redis.call('HINCRBY', key('a', a), 'kept', n)
-  refresh(a)
-end
-return {cursor, n}
-"""
-
-# ARGV: prefix, now.  Queued URLs visited before: how many are due at ``now``, and the next due.
-_REVISITS = """
-alive()
-local later = redis.call('ZRANGEBYSCORE', P .. 'revisit', '(' .. ARGV[2], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-return {redis.call('ZCOUNT', P .. 'revisit', '-inf', ARGV[2]), later[2] or false}
-"""
-
-# ARGV: prefix, authority, until, reason, now.
-_PARK = """
-alive()
-local a = ARGV[2]
-redis.call('HSET', key('a', a), 'parked', ARGV[3], 'reason', ARGV[4])
-redis.call('ZADD', P .. 'parked', ARGV[3], a)
-redis.call('ZREMRANGEBYSCORE', P .. 'parked', '-inf', ARGV[5])
-redis.call('SADD', P .. 'auths', a)
-refresh(a)
-"""
-
-# ARGV: prefix, now.  Returns authority, until, reason of each park not over.
-_PARKED = """
-local out = {}
-local parked = redis.call('ZRANGEBYSCORE', P .. 'parked', '(' .. ARGV[2], '+inf', 'WITHSCORES')
-for i = 1, #parked, 2 do
-  out[#out + 1] = parked[i]
-  out[#out + 1] = parked[i + 1]
-  out[#out + 1] = redis.call('HGET', key('a', parked[i]), 'reason') or ''
-end
-return out
-"""
-
-# ARGV: prefix, now, want.  The first ``want`` authorities ready at ``now`` in turn order, with
-# their turns: a walk over ``turn`` that skips those not due yet, as SQLite walks its index.
-_READY = """
-alive()
-local now, want = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out, start, step = {}, 0, want
-while #out < 2 * want do
-  local chunk = redis.call('ZRANGE', P .. 'turn', start, start + step - 1, 'WITHSCORES')
-  if #chunk == 0 then break end
-  for i = 1, #chunk, 2 do
-    local due = redis.call('ZSCORE', P .. 'due', chunk[i])
-    if due and tonumber(due) <= now and #out < 2 * want then
-      out[#out + 1] = chunk[i]
-      out[#out + 1] = chunk[i + 1]
-    end
-  end
-  start, step = start + step, step * 2
-end
-return out
-"""
-
-# ARGV: prefix.  The shard's counters, as HGETALL gives them.
-_COUNTS = "alive() return redis.call('HGETALL', P .. 'counts')"
-# ARGV: prefix.  The shard's outbox, as HGETALL gives it.
-_OUTBOX = "return redis.call('HGETALL', P .. 'outbox')"
-# ARGV: prefix, n.  The first n + 1 authorities due, with when.
-_DUE = "alive() return redis.call('ZRANGE', P .. 'due', 0, ARGV[2], 'WITHSCORES')"
-
-# ARGV: prefix.  The shard's lease expiring first: url, owner, seconds until it expires.
-_OLDEST = """
-local first = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
-if #first == 0 then return false end
-local _, owner = cmsgpack.unpack(redis.call('HGET', P .. 'held', first[1]))
-return {first[1], owner, score(tonumber(first[2]) - clock())}
-"""
-
-# ARGV: prefix, latest, then authority, url pairs (revisits due after ``latest``, as ``revisit``
-# listed them).  Each still queued and due later is due at ``latest``; any other leaves ``revisit``
-# or is scored anew (an index that drifted), so a caller listing again finds each URL at most once.
-# Returns how many moved.
-_CAP_DUE = """
-local latest, touched, n = tonumber(ARGV[2]), {}, 0
-for j = 3, #ARGV, 2 do
-  local a, url = ARGV[j], ARGV[j + 1]
-  local r = load(a, url)
-  if r and r[1] == QUEUED and r[9] > 0 then
-    if r[5] > latest then
-      redis.call('ZREM', key('q', a), string.format('%010d', r[6]) .. url)
-      r[5] = latest
-      enqueue(a, url, r)
-      touched[a] = true
-      n = n + 1
-    else
-      redis.call('ZADD', P .. 'revisit', score(r[5]), url)
-    end
-  else
-    redis.call('ZREM', P .. 'revisit', url)
-  end
-end
-for a in pairs(touched) do refresh(a) end
-return n
-"""
-
-# ARGV: prefix.  The shard's leases held, by owner: owner, n, owner, n, ...
-_HELD = """
-local n = {}
-for _, held in ipairs(redis.call('HVALS', P .. 'held')) do
-  local _, owner = cmsgpack.unpack(held)
-  n[owner] = (n[owner] or 0) + 1
-end
-local flat = {}
-for owner, count in pairs(n) do
-  flat[#flat + 1] = owner
-  flat[#flat + 1] = count
-end
-return flat
-"""
-
-# KEYS[1] the workers hash; ARGV: worker, info (JSON), seconds a silent worker is kept.
-_HEARTBEAT = """
-local t = redis.call('TIME')
-local stamp = string.format('%d.%06d', t[1], t[2])
-redis.call('HSET', KEYS[1], ARGV[1], '{"last_seen": ' .. stamp .. ', "info": ' .. ARGV[2] .. '}')
-local oldest = tonumber(t[1]) + tonumber(t[2]) / 1000000 - tonumber(ARGV[3])
-local workers = redis.call('HGETALL', KEYS[1])
-for i = 1, #workers, 2 do
-  if cjson.decode(workers[i + 1]).last_seen < oldest then
-    redis.call('HDEL', KEYS[1], workers[i])
-  end
-end
-"""
 
 
 class RedisFrontier:
@@ -626,28 +154,32 @@ class RedisFrontier:
         self._authority_of = authority_of
         self._prefixes = [f"{name}:{{{name}:{k}}}:" for k in range(SHARDS)]
         self._last: dict[str, asyncio.Task[Any]] = {}  # per authority: the last change asked for
-        self.location, self._cluster, self._redis, self._sync = _connect(url, timeout)
-        made = self._check(lambda: self._sync.set(f"{name}:layout", _LAYOUT, nx=True))
+        self.location, self._cluster, self._redis, self._sync = connect(url, timeout)
+        made = self._check(lambda: self._sync.set(f"{name}:layout", LAYOUT, nx=True))
         layout = self._check(lambda: self._sync.get(f"{name}:layout"))
-        if layout != _LAYOUT:
+        if layout != LAYOUT:
             raise FrontierError(
-                f"the crawl {name!r} at {self.location} was made with {layout}, not {_LAYOUT}."
+                f"the crawl {name!r} at {self.location} was made with {layout}, not {LAYOUT}."
             )
         self._mark(bool(made))
         script = self._redis.register_script
-        self._book, self._claim, self._heartbeat = script(BOOK), script(CLAIM), script(_HEARTBEAT)
+        self._book, self._claim, self._heartbeat = script(BOOK), script(CLAIM), script(lua.HEARTBEAT)
 
         def shard(body: str) -> Any:
-            return script(_LIB + body)
+            return script(lua.LIB + body)
 
-        self._add_script, self._lease_script, self._settle = shard(_ADD), shard(_LEASE), shard(_SETTLE)
-        self._retry, self._reclaim, self._renew = shard(_RETRY), shard(_RECLAIM), shard(_RENEW)
-        self._requeue, self._park, self._parked = shard(_REQUEUE), shard(_PARK), shard(_PARKED)
-        self._ready, self._oldest, self._due = shard(_READY), shard(_OLDEST), shard(_DUE)
-        self._counts, self._outbox = shard(_COUNTS), shard(_OUTBOX)
-        self._held = shard(_HELD)
-        self._revisit_settled, self._revisits = shard(_REVISIT_SETTLED), shard(_REVISITS)
-        self._claim_held = shard(_CLAIM_HELD)
+        self._add_script, self._lease_script, self._settle = (
+            shard(lua.ADD),
+            shard(lua.LEASE),
+            shard(lua.SETTLE),
+        )
+        self._retry, self._reclaim, self._renew = shard(lua.RETRY), shard(lua.RECLAIM), shard(lua.RENEW)
+        self._requeue, self._park, self._parked = shard(lua.REQUEUE), shard(lua.PARK), shard(lua.PARKED)
+        self._ready, self._oldest, self._due = shard(lua.READY), shard(lua.OLDEST), shard(lua.DUE)
+        self._counts, self._outbox = shard(lua.COUNTS), shard(lua.OUTBOX)
+        self._held = shard(lua.HELD)
+        self._revisit_settled, self._revisits = shard(lua.REVISIT_SETTLED), shard(lua.REVISITS)
+        self._claim_held = shard(lua.CLAIM_HELD)
 
     def _mark(self, made: bool) -> None:
         """The crawl's markers, one per shard (``N:{N:k}:crawl``), written when the crawl is made and
@@ -690,7 +222,7 @@ class RedisFrontier:
     def lease(self, authority: str, owner: str, ttl: float) -> Awaitable[Lease | None]:
         async def take() -> Lease | None:
             args = (authority, owner, ttl, time.time(), secrets.token_hex(8))
-            got = await self._run(self._lease_script, self._shard(authority), *args)
+            got = await self._run(self._lease_script, shard_of(authority), *args)
             if got is None:
                 return None
             url, depth, attempts, parent, redirects, token, visits, interval, digest, capture_at, misses = got
@@ -723,13 +255,13 @@ class RedisFrontier:
         pairs = [(self._authority_of(link), link) for link in links]
 
         async def settle() -> int:
-            shard = self._shard(name)
-            here = [pair for pair in pairs if self._shard(pair[0]) == shard]
-            away = [pair for pair in pairs if self._shard(pair[0]) != shard]
+            shard = shard_of(name)
+            here = [pair for pair in pairs if shard_of(pair[0]) == shard]
+            away = [pair for pair in pairs if shard_of(pair[0]) != shard]
             outbox = {"depth": depth, "redirects": redirects, "parent": url, "links": [u for _, u in away]}
             pending, codes, settled = await self._run(
                 self._settle, shard, name, url, outcome, int(page), json.dumps(outbox) if away else "",
-                *_visit_args(visit), token, int(repeat), *self._add_args(depth, url, redirects, here),
+                *lua.visit_args(visit), token, int(repeat), *self._add_args(depth, url, redirects, here),
             )  # fmt: skip
             if int(settled) < 0:
                 raise LeaseLost(f"the lease on {url} is no longer held: its settling was refused")
@@ -745,7 +277,7 @@ class RedisFrontier:
     ) -> None:
         name = self._authority_of(url)
         args = (name, url, not_before, int(attempt), token, int(repeat))
-        got = await self._ordered({name}, lambda: self._run(self._retry, self._shard(name), *args))
+        got = await self._ordered({name}, lambda: self._run(self._retry, shard_of(name), *args))
         if int(got) < 0:
             raise LeaseLost(f"the lease on {url} is no longer held: its retry was refused")
 
@@ -772,7 +304,7 @@ class RedisFrontier:
             return total
 
         async def walk() -> int:
-            return sum(await _together(shard(k) for k in range(SHARDS)))
+            return sum(await together(shard(k) for k in range(SHARDS)))
 
         return await self._ordered({_ALL}, walk)
 
@@ -801,8 +333,8 @@ class RedisFrontier:
         tokens: Mapping[str, str] = urls if isinstance(urls, Mapping) else dict.fromkeys(urls, "")
         by_shard: dict[int, list[str]] = {}
         for url, token in tokens.items():
-            by_shard.setdefault(self._shard(self._authority_of(url)), []).extend((url, token))
-        found = await _together(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items())
+            by_shard.setdefault(shard_of(self._authority_of(url)), []).extend((url, token))
+        found = await together(self._run(self._renew, k, owner, ttl, *mine) for k, mine in by_shard.items())
         return [str(url) for gone in found for url in gone]
 
     async def oldest_lease(self) -> dict[str, object] | None:
@@ -818,7 +350,7 @@ class RedisFrontier:
         """Leases held now, by owner, fleet-wide (the sum of each shard's)."""
         found: dict[str, int] = {}
         for flat in await self._each_shard(self._held):
-            for owner, n in _pairs(flat):
+            for owner, n in pairs_of(flat):
                 found[str(owner)] = found.get(str(owner), 0) + int(n)
         return found
 
@@ -830,19 +362,19 @@ class RedisFrontier:
         if limit <= 0:
             return []
         skip = set(exclude)
-        found = await self._each_shard(self._ready, now, last=[limit + n for n in self._per_shard(skip)])
-        turns = sorted((float(t), name) for flat in found for name, t in _pairs(flat))
+        found = await self._each_shard(self._ready, now, last=[limit + n for n in per_shard(skip)])
+        turns = sorted((float(t), name) for flat in found for name, t in pairs_of(flat))
         return [name for _, name in turns if name not in skip][:limit]
 
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         skip = set(exclude)
-        firsts = await self._each_shard(self._due, last=self._per_shard(skip))
-        due = (float(at) for flat in firsts for name, at in _pairs(flat) if name not in skip)
+        firsts = await self._each_shard(self._due, last=per_shard(skip))
+        due = (float(at) for flat in firsts for name, at in pairs_of(flat) if name not in skip)
         return min(due, default=None)
 
     async def park(self, authority: str, until: float, reason: str) -> None:
         args = (authority, until, reason, time.time())
-        await self._ordered({authority}, lambda: self._run(self._park, self._shard(authority), *args))
+        await self._ordered({authority}, lambda: self._run(self._park, shard_of(authority), *args))
 
     async def parked(self) -> dict[str, tuple[float, str]]:
         found = await self._each_shard(self._parked, time.time())
@@ -868,7 +400,7 @@ class RedisFrontier:
             return float(await self._call(self._claim(keys=[self._key("start", authority)], args=[spacing])))
         url, token, ttl = held
         args = (authority, spacing, url, token, ttl)
-        return float(await self._run(self._claim_held, self._shard(authority), *args))
+        return float(await self._run(self._claim_held, shard_of(authority), *args))
 
     # -- figures, workers and memory ----------------------------------------------------------
 
@@ -879,7 +411,7 @@ class RedisFrontier:
         and the figures are their sum over the shards (each read atomically, the sum not)."""
         figures = {QUEUED: 0, IN_FLIGHT: 0, DONE: 0}
         for flat in await self._each_shard(self._counts):
-            for field, n in _pairs(flat):
+            for field, n in pairs_of(flat):
                 name = field[2:] if field.startswith("o:") else field
                 figures[name] = figures.get(name, 0) + int(n)
         return figures
@@ -917,18 +449,8 @@ class RedisFrontier:
 
     # -- machinery ----------------------------------------------------------------------------
 
-    def _shard(self, authority: str) -> int:
-        return zlib.crc32(authority.encode("utf-8", "surrogateescape")) % SHARDS
-
     def _key(self, kind: str, authority: str) -> str:
-        return f"{self._prefixes[self._shard(authority)]}{kind}:{authority}"
-
-    def _per_shard(self, names: Iterable[str]) -> list[int]:
-        """How many of ``names`` each shard holds."""
-        counts = [0] * SHARDS
-        for name in names:
-            counts[self._shard(name)] += 1
-        return counts
+        return f"{self._prefixes[shard_of(authority)]}{kind}:{authority}"
 
     async def _authorities(self, shard: int) -> AsyncIterator[str]:
         """The authorities of a shard, a batch at a time."""
@@ -956,7 +478,7 @@ class RedisFrontier:
             return await work()
 
         task = asyncio.ensure_future(run())
-        task.add_done_callback(_retrieved)
+        task.add_done_callback(retrieved)
         for name in names:
             self._last[name] = task
 
@@ -986,7 +508,7 @@ class RedisFrontier:
         (shards side by side); the codes of ``add_urls``, in the order of ``pairs``."""
         by_shard: dict[int, list[int]] = {}
         for i, (name, _) in enumerate(pairs):
-            by_shard.setdefault(self._shard(name), []).append(i)
+            by_shard.setdefault(shard_of(name), []).append(i)
         codes = [0] * len(pairs)
 
         async def shard(k: int, indexes: list[int]) -> None:
@@ -996,7 +518,7 @@ class RedisFrontier:
                 for i, code in zip(part, await self._run(self._add_script, k, *args), strict=True):
                     codes[i] = int(code)
 
-        await _together(shard(k, indexes) for k, indexes in by_shard.items())
+        await together(shard(k, indexes) for k, indexes in by_shard.items())
         self._tally(codes)
         return codes
 
@@ -1031,13 +553,13 @@ class RedisFrontier:
         outboxes = await self._each_shard(self._outbox)
         replays = []
         for shard, entries in enumerate(outboxes):
-            for _, body in _pairs(entries):
+            for _, body in pairs_of(entries):
                 page = json.loads(body)
                 pairs = [(self._authority_of(link), link) for link in page["links"]]
                 replays.append(
                     self._distribute(shard, pairs, page["depth"], page["parent"], page["redirects"])
                 )
-        await _together(replays)
+        await together(replays)
         return sum(int(n) for n in moved)
 
     def _run(self, script: Any, shard: int, *args: object) -> Awaitable[Any]:
@@ -1051,7 +573,7 @@ class RedisFrontier:
         (A call costs the asyncio client some 0.2 ms of CPU: 16 of them would cost 3.)"""
         tails = [[last[k]] if last else [] for k in range(SHARDS)]
         if self._cluster:
-            return await _together(self._run(script, k, *args, *tail) for k, tail in enumerate(tails))
+            return await together(self._run(script, k, *args, *tail) for k, tail in enumerate(tails))
         # ``async with``: a pipeline that failed before sending (its scripts reloaded after a restart
         # of Redis, and the connection lost) gives its connection back, or is warned of as unclosed.
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -1062,11 +584,11 @@ class RedisFrontier:
     async def _call(self, pending: Awaitable[T]) -> T:
         import redis.exceptions
 
-        with _failures(self.location):
+        with failures(self.location):
             try:
                 return await pending
             except redis.exceptions.ResponseError as exc:
-                if _LOST not in str(exc):
+                if lua.LOST not in str(exc):
                     raise
                 lost = self._lost_error()
         with contextlib.suppress(Exception):  # said where ``status`` and a joining worker look
@@ -1075,13 +597,13 @@ class RedisFrontier:
 
     def _check(self, call: Callable[[], T]) -> T:
         """A call on the blocking client."""
-        with _failures(self.location):
+        with failures(self.location):
             return call()
 
     async def cap_due(self, latest: float) -> int:
         """Revisits due after ``latest`` brought forward to it, a batch of each shard's ``revisit``
         index at a time (the script checks each URL again, atomically); how many moved."""
-        script = self._redis.register_script(_LIB + _CAP_DUE)
+        script = self._redis.register_script(lua.LIB + lua.CAP_DUE)
 
         async def shard(k: int) -> int:
             moved = 0
@@ -1095,54 +617,9 @@ class RedisFrontier:
                 moved += int(await self._run(script, k, repr(latest), *pairs))
 
         async def walk() -> int:
-            return sum(await _together(shard(k) for k in range(SHARDS)))
+            return sum(await together(shard(k) for k in range(SHARDS)))
 
         return await self._ordered({_ALL}, walk)
-
-
-async def _together(calls: Iterable[Awaitable[T]]) -> list[T]:
-    """The results of ``calls`` run side by side, as ``gather``'s, but no call outlives this one.
-
-    ``gather`` raises the first failure and leaves the other calls running: on a cluster with a
-    master gone, they fail in their turn after the crawl has ended, and asyncio prints each
-    failure with a traceback as the process exits.  Here, when one fails, the others are awaited
-    (each has its socket deadlines) and their failures taken; when this call is cancelled, they
-    are cancelled, again while one runs on (redis-py can lose a cancellation), and awaited."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except asyncio.CancelledError:
-        await _over(tasks, cancel=True)
-        raise
-    except BaseException:
-        await _over(tasks, cancel=False)
-        raise
-
-
-async def _over(tasks: Sequence[asyncio.Future[Any]], cancel: bool) -> None:
-    """``tasks`` ended (cancelled first if ``cancel``), their failures retrieved."""
-    pending = {task for task in tasks if not task.done()}
-    while pending:
-        if cancel:
-            for task in pending:
-                task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=1.0)
-    for task in tasks:
-        if not task.cancelled():
-            task.exception()  # taken: it is the first failure's, raised by the caller, or beside it
-
-
-def _visit_args(visit: Visit | None) -> list[object]:
-    """A visit as ``_SETTLE`` takes it (7 arguments, the lease's token apart; number 0 for none)."""
-    if visit is None:
-        return [0, "", "", "", "", 0, ""]
-
-    def opt(x: float | None) -> str:
-        return "" if x is None else repr(x)
-
-    changed = "" if visit.changed is None else str(int(visit.changed))
-    return [visit.number, opt(visit.due), opt(visit.interval), visit.digest or "", opt(visit.capture_at),
-            visit.misses, changed]  # fmt: skip
 
 
 def _text(value: object) -> str:
@@ -1152,51 +629,6 @@ def _text(value: object) -> str:
 
 def _float(value: object) -> float | None:
     return None if value is None else float(str(value))
-
-
-def _pairs(flat: Sequence[T]) -> Iterator[tuple[T, T]]:
-    """[a, 1, b, 2] as (a, 1), (b, 2): a flat reply of pairs."""
-    return zip(flat[::2], flat[1::2], strict=True)
-
-
-@contextmanager
-def _failures(where: str) -> Iterator[None]:
-    """Redis failures as ``FrontierError``, in one sentence.  A refusal (a password, a command this
-    user may not run) is ``lasting``: no wait mends it.  A down server, a failed script are not."""
-    import redis.exceptions
-
-    try:
-        yield
-    except redis.exceptions.AuthenticationError as exc:
-        raise FrontierError(_password_refused(where, exc), lasting=True) from None
-    except redis.exceptions.NoPermissionError as exc:
-        raise FrontierError(_command_refused(where, str(exc)), lasting=True) from None
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        raise FrontierError(f"the Redis frontier at {where} is unreachable: {safe(str(exc))}") from None
-    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise FrontierError(f"the Redis frontier at {where} failed: {safe(str(exc))}") from None
-
-
-def _password_refused(where: str, exc: Exception) -> str:
-    """NOAUTH (no password given, one is needed) or WRONGPASS, as a sentence."""
-    said = safe(str(exc).rstrip("."))
-    if getattr(exc, "status_code", None) == "NOAUTH" or "authentication required" in said.lower():
-        return f"Redis at {where} asks for a password: give it in the URL, redis://:PASSWORD@HOST:PORT/DB"
-    return f"Redis refused the password for {where} ({said})"
-
-
-def _command_refused(where: str, reply: str) -> str:
-    """NOPERM, naming the command refused when the reply does (an ACL without EVALSHA, SCRIPT...)."""
-    said = safe(reply.rstrip("."))
-    named = re.search(r"run the '([^']+)' command", reply)
-    if named:
-        command = named.group(1).replace("|", " ").upper()
-        return (f"Redis at {where} refuses this user the command {command} ({said}); the crawl needs"
-                " EVALSHA and SCRIPT (LOAD, EXISTS) besides reads and writes on its keys")  # fmt: skip
-    return f"Redis at {where} refuses this user ({said})"
-
-
-_LAYOUT = f"shards={SHARDS}"
 
 
 class KnownHosts(MutableMapping[str, str]):
@@ -1233,139 +665,6 @@ class KnownHosts(MutableMapping[str, str]):
 
     def __len__(self) -> int:
         return int(self._frontier._check(lambda: self._frontier._sync.hlen(self._key)))
-
-
-def _connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
-    """(where, for messages; a cluster?; an asyncio client; a blocking client) for ``url``, after
-    a PING and a script run (a user refused scripts is told now, not on the first lease).
-
-    Socket deadlines on every call and no retries: a script whose reply was lost may have been
-    applied, so whether to call again is the caller's choice.  ``where`` has no password."""
-    try:
-        import redis
-        import redis.asyncio
-        import redis.asyncio.cluster
-        import redis.asyncio.retry
-        import redis.backoff
-        import redis.cluster
-        import redis.retry
-    except ImportError:
-        raise FrontierError("a Redis frontier needs redis-py: pip install 'manners[redis]'.") from None
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "redis-cluster", "rediss-cluster") or not parts.hostname:
-        raise FrontierError(
-            "bad Redis frontier URL: use redis://host:port/db, rediss://... or redis-cluster://host:port."
-        )
-    try:
-        port = parts.port or 6379
-    except ValueError:
-        raise FrontierError(f"bad Redis frontier URL for {parts.hostname}: its port is no number.") from None
-    where = f"{parts.scheme}://{parts.hostname}:{port}"  # the password left out
-    cluster = parts.scheme.endswith("-cluster")
-    if cluster and parts.path.strip("/") not in ("", "0"):
-        raise FrontierError(f"bad Redis frontier URL {where}: a Redis Cluster has database 0 only.")
-    plain = parts._replace(scheme=parts.scheme.removesuffix("-cluster")).geturl()
-    options: dict[str, Any] = {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "decode_responses": True,
-        "encoding_errors": "surrogateescape",  # URLs that were not UTF-8 keep their bytes
-    }
-    aio_client: Any = redis.asyncio.cluster.RedisCluster if cluster else redis.asyncio.Redis
-    sync_client: Any = redis.cluster.RedisCluster if cluster else redis.Redis
-    # A cluster client that met a few MOVED replies (even a fresh one, before it knows the slots)
-    # closes every connection, the ones other calls are using included: it follows each one instead.
-    moved: dict[str, Any] = {"reinitialize_steps": 0} if cluster else {}
-    never = redis.backoff.NoBackoff()
-    try:
-        with _failures(where):
-            sync = sync_client.from_url(plain, retry=redis.retry.Retry(never, 0), **options)
-            sync.ping()  # a cluster client has found the cluster's nodes by now
-            sha = sync.script_load(_PROBE)
-            sync.evalsha(sha, 1, f"manners-probe:{secrets.token_hex(4)}")
-    except ValueError as exc:
-        raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
-    except FrontierError as exc:
-        if (
-            parts.scheme.startswith("rediss")
-            and not exc.lasting
-            and _speaks_plain(parts.hostname, port, timeout)
-        ):
-            plainly = parts.scheme.replace("rediss", "redis", 1)
-            raise FrontierError(
-                f"Redis at {where} does not speak TLS (it answers plain Redis there): use {plainly}://"
-                " or the server's TLS port"
-            ) from None
-        raise
-    try:
-        aio = aio_client.from_url(plain, retry=redis.asyncio.retry.Retry(never, 0), **moved, **options)
-    except ValueError as exc:
-        raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
-    return where, cluster, aio, sync
-
-
-# Run once at the start: a user refused EVALSHA or SCRIPT is told before the crawl begins.  It
-# names a key (hashed to some slot), so a cluster runs it on one node; it changes nothing.
-_PROBE = "return redis.call('EXISTS', KEYS[1])"
-
-
-def _speaks_plain(host: str, port: int, timeout: float) -> bool:
-    """Whether ``host:port`` answers a plain-text PING as Redis does (``+PONG``, or an error such as
-    ``-NOAUTH``): a TLS client there waits for a handshake that never comes."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as conn:
-            conn.settimeout(timeout)
-            conn.sendall(b"PING\r\n")
-            return conn.recv(1)[:1] in (b"+", b"-")
-    except OSError:
-        return False
-
-
-def durability(url: str, timeout: float = 5.0) -> tuple[str, list[Finding]]:
-    """Where (for messages) and what the settings of the Redis at ``url`` (every master of a
-    cluster) say of keeping a crawl (``redis_settings.findings``): read by ``CONFIG GET``, or by
-    ``INFO persistence`` and ``INFO memory`` where CONFIG is refused (an ACL, a renamed command).
-    FrontierError when it cannot be reached."""
-    where, cluster, aio, sync = _connect(url, timeout)
-    del aio  # never connected: nothing to close
-    try:
-        if not cluster:
-            return where, _judge(where, sync)
-        masters = sync.get_primaries()
-        found: dict[Finding, list[str]] = {}
-        for node in masters:
-            for finding in _judge(where, node.redis_connection):
-                found.setdefault(finding, []).append(f"{node.host}:{node.port}")
-        return where, [_on_nodes(f, names, len(masters)) for f, names in found.items()]
-    finally:
-        sync.close()
-
-
-def _judge(where: str, client: Any) -> list[Finding]:
-    """The findings of one server."""
-    import redis.exceptions
-
-    refused: list[str] = []
-    with _failures(where):
-        try:
-            config = client.config_get(*NAMES)
-            return findings({k: str(v) for k, v in config.items() if k in NAMES})
-        except redis.exceptions.ResponseError as exc:  # refused (NOPERM), or renamed away
-            refused.append(f"CONFIG GET is refused: {safe(str(exc).rstrip('.'))}")
-        try:
-            info = {**client.info("persistence"), **client.info("memory")}
-        except redis.exceptions.ResponseError as exc:
-            refused.append(f"INFO is refused: {safe(str(exc).rstrip('.'))}")
-            info = {}
-    return findings(from_info(info), "; ".join(refused))
-
-
-def _on_nodes(finding: Finding, names: list[str], nodes: int) -> Finding:
-    """A cluster's finding, naming the masters it holds for (all of them: none named)."""
-    if len(names) == nodes:
-        return finding
-    return Finding(finding.setting, f"{finding.problem} (on {', '.join(names)})", finding.fix, finding.refuse)
 
 
 def open_redis_frontier(url: str, name: str, max_queued: int | None = None) -> RedisFrontier:

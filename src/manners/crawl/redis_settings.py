@@ -4,7 +4,7 @@ A fleet's crawl lives in Redis only.  A Redis that keeps nothing across a restar
 file, no snapshots) comes back empty, and the workers would find "nothing queued" and end the crawl
 as done; one with ``maxmemory`` and an evicting policy drops keys under pressure (a seen-set, a
 queue, a request slot), and URLs are crawled twice or never.  So the settings are read before a
-worker starts (``redis_frontier.durability`` does the IO: ``CONFIG GET``, or ``INFO`` where
+worker starts (``redis_durability.durability`` does the IO: ``CONFIG GET``, or ``INFO`` where
 ``CONFIG`` is refused) and judged here, each finding naming the setting and what to run instead.
 
 Settings are a mapping of ``CONFIG GET`` names (``appendonly``, ``save``, ``maxmemory``,
