@@ -6,6 +6,7 @@ SQLite and Redis alike; and a Redis that forgot the crawl is told from an empty 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -214,3 +215,45 @@ def test_a_crawl_made_before_markers_gains_them(crawl: tuple[str, str]) -> None:
             await g.close()
 
     asyncio.run(test())
+
+
+def test_workers_started_together_on_an_empty_redis_all_join(crawl: tuple[str, str]) -> None:
+    """Eight workers making one crawl at the same moment (a fleet started together): each joins;
+    none takes the markers another is still writing for a crawl that lost its data."""
+    url, _ = crawl
+    for round in range(4):
+        name = f"t{uuid.uuid4().hex[:12]}"
+        start = threading.Barrier(8)
+        failed: list[BaseException] = []
+
+        def join(
+            name: str = name, start: threading.Barrier = start, failed: list[BaseException] = failed
+        ) -> None:
+            start.wait()
+            try:
+                f = open_redis_frontier(url, name)
+                asyncio.run(f.close())
+            except BaseException as exc:
+                failed.append(exc)
+
+        threads = [threading.Thread(target=join) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failed, (round, failed)
+        r = client(url)
+        assert all(r.exists(f"{name}:{{{name}:{k}}}:crawl") for k in range(SHARDS))
+
+
+def test_markers_older_than_the_crawl_made_again_are_refused(crawl: tuple[str, str]) -> None:
+    """The crawl's layout key gone but its markers left from long before (keys evicted): a worker
+    that makes the crawl anew finds markers older than itself, and calls the crawl lost."""
+    url, name = crawl
+    asyncio.run(open_redis_frontier(url, name).close())
+    r = client(url)
+    for k in range(SHARDS):
+        r.set(f"{name}:{{{name}:{k}}}:crawl", "1000.0")
+    r.delete(f"{name}:layout")
+    with pytest.raises(CrawlLost, match="lost its data"):
+        open_redis_frontier(url, name)

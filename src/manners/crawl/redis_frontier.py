@@ -124,6 +124,13 @@ T = TypeVar("T")
 
 _CHUNK = 1000  # URLs queued per script call: a big add_many must not hold Redis for long
 _ALL = "\0all"  # the ordering key of the changes that touch every authority
+_MAKING = 5.0  # seconds a joining worker waits for the markers another worker is writing
+_CLOCKS = 5.0  # seconds the clocks of a Cluster's nodes may differ by
+
+
+def _partly(stamps: list[float | None]) -> bool:
+    """Some markers there and some not."""
+    return None in stamps and any(stamp is not None for stamp in stamps)
 
 
 class RedisFrontier:
@@ -155,13 +162,14 @@ class RedisFrontier:
         self._prefixes = [f"{name}:{{{name}:{k}}}:" for k in range(SHARDS)]
         self._last: dict[str, asyncio.Task[Any]] = {}  # per authority: the last change asked for
         self.location, self._cluster, self._redis, self._sync = connect(url, timeout)
+        since = self._server_time()
         made = self._check(lambda: self._sync.set(f"{name}:layout", LAYOUT, nx=True))
         layout = self._check(lambda: self._sync.get(f"{name}:layout"))
         if layout != LAYOUT:
             raise FrontierError(
                 f"the crawl {name!r} at {self.location} was made with {layout}, not {LAYOUT}."
             )
-        self._mark(bool(made))
+        self._mark(bool(made), since)
         script = self._redis.register_script
         self._book, self._claim, self._heartbeat = script(BOOK), script(CLAIM), script(lua.HEARTBEAT)
 
@@ -181,22 +189,57 @@ class RedisFrontier:
         self._revisit_settled, self._revisits = shard(lua.REVISIT_SETTLED), shard(lua.REVISITS)
         self._claim_held = shard(lua.CLAIM_HELD)
 
-    def _mark(self, made: bool) -> None:
+    def _mark(self, made: bool, since: float) -> None:
         """The crawl's markers, one per shard (``N:{N:k}:crawl``), written when the crawl is made and
         checked by the scripts from then on: a Redis that forgot the crawl (restarted without its
         data, keys evicted) is told from an empty crawl.  A crawl made before markers existed gets
-        them now; one that has some and lacks others, or was declared lost, is refused."""
+        them now; one that was declared lost is refused.
+
+        Workers started together race here, so markers are judged by when they were written (the
+        server's clock): the worker that made the crawl (``since``: just before it did) accepts
+        markers a worker joining at once wrote after that, and refuses older ones, left by an
+        earlier crawl of this name whose other keys Redis lost; a joining worker that finds some
+        markers and not others waits a moment for the worker writing them, then calls the crawl
+        lost if they stay incomplete."""
         said = self._check(lambda: self._sync.get(f"{self.name}:lost"))
         if said is not None:
             raise CrawlLost(str(said))
         markers = [prefix + "crawl" for prefix in self._prefixes]
-        there = [bool(self._check(lambda key=key: self._sync.exists(key))) for key in markers]  # type: ignore[misc]
-        if any(there) and (made or not all(there)):
-            raise self._lost_error()
-        if not any(there):  # a new crawl, or one made by an older manners: from now on it is watched
-            stamp = repr(time.time())
-            for key in markers:
-                self._check(lambda key=key: self._sync.set(key, stamp, nx=True))  # type: ignore[misc]
+        stamps = self._stamps(markers)
+        if made:
+            if any(stamp is not None and stamp < since - _CLOCKS for stamp in stamps):
+                raise self._lost_error()
+        else:
+            deadline = time.monotonic() + _MAKING
+            while _partly(stamps) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                stamps = self._stamps(markers)
+            if _partly(stamps):
+                raise self._lost_error()
+        if None in stamps:  # a new crawl, or one made by an older manners: from now on it is watched
+            stamp = repr(self._server_time())
+            for key, there in zip(markers, stamps, strict=True):
+                if there is None:
+                    self._check(lambda key=key: self._sync.set(key, stamp, nx=True))  # type: ignore[misc]
+
+    def _stamps(self, markers: list[str]) -> list[float | None]:
+        """When each marker was written (0 for a value that is no time), None where it is missing."""
+        stamps: list[float | None] = []
+        for key in markers:
+            value = self._check(lambda key=key: self._sync.get(key))  # type: ignore[misc]
+            try:
+                stamps.append(None if value is None else float(value))
+            except (TypeError, ValueError):
+                stamps.append(0.0)
+        return stamps
+
+    def _server_time(self) -> float:
+        """The Redis server's clock (on a Cluster, the node redis-py asks), so markers written by
+        workers on different machines are compared on one clock."""
+        now = self._check(self._sync.time)
+        if isinstance(now, dict):  # a client that asks every node
+            now = next(iter(now.values()))
+        return float(now[0]) + float(now[1]) / 1e6
 
     def _lost_error(self) -> CrawlLost:
         return CrawlLost(
