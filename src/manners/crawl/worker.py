@@ -433,7 +433,7 @@ class Worker:
         self._robots_source(url, decision, policy)
         if not decision.allowed:
             self._finish(Page(url, "disallowed", lease.depth, time.time(), decision=decision,
-                                    item_type=answers.item_type(url), reason=decision.reason))  # fmt: skip
+                              item_type=answers.item_type(url), reason=decision.reason))  # fmt: skip
             return True
         asked = asked_spacing(policy.robots, self.agent or "*", self.roles or (), profile=self.profile)
         visiting = self._visiting.get(url)
