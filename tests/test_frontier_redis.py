@@ -474,7 +474,7 @@ def test_a_worker_holding_a_host_lets_go_when_told_though_redis_py_loses_cancell
     counts how often); a holder that missed its cancellation would hold the host for ever and
     the whole fleet with it.  Each of 100 holders, stopped at a random moment, ends, and the
     host is free again one spacing later."""
-    from manners.crawl.crawler import _cancelled
+    from manners.crawl.tasks import cancelled as _cancelled
 
     async def test(f: RedisFrontier) -> None:
         lost = 0
