@@ -98,13 +98,20 @@ def _openssl(*args: str) -> None:
 # -- the namespace -------------------------------------------------------------------------
 
 
-def in_namespace(hosts_file: Path, argv: list[str], env: dict[str, str] | None = None,
-                 timeout: float | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def in_namespace(
+    hosts_file: Path, argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` in a network namespace of its own (``lo`` up) with ``hosts_file`` as /etc/hosts."""
     script = 'ip link set lo up && mount --bind "$0" /etc/hosts && exec "$@"'
     cmd = ["unshare", "-n", "-m", "sh", "-c", script, str(hosts_file), *argv]
-    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {}), INSIDE: "1"}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, **(env or {}), INSIDE: "1"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -131,9 +138,21 @@ class Servers:
             ready.unlink(missing_ok=True)
             self.logs.append(log)
             readies.append(ready)
-            cmd = [PYTHON, str(HERE / "space_servers.py"), str(a.seed), str(a.hosts), str(a.holes), str(a.cap or 0),
-                   str(a.factor), str(shard), str(a.servers), str(self.certs), str(log), str(ready)]  # fmt: skip
-            err = open(self.work / f"server{shard}.err", "wb")  # noqa: SIM115
+            cmd = [
+                PYTHON,
+                str(HERE / "space_servers.py"),
+                str(a.seed),
+                str(a.hosts),
+                str(a.holes),
+                str(a.cap or 0),
+                str(a.factor),
+                str(shard),
+                str(a.servers),
+                str(self.certs),
+                str(log),
+                str(ready),
+            ]
+            err = open(self.work / f"server{shard}.err", "wb")
             self.procs.append(subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=_env()))
         deadline = time.monotonic() + 120
         while not all(r.exists() for r in readies):
@@ -160,7 +179,11 @@ class Servers:
 
 def _env() -> dict[str, str]:
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": f"{SRC}:{HERE}" + (f":{path}" if path else ""), "PYTHONUNBUFFERED": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": f"{SRC}:{HERE}" + (f":{path}" if path else ""),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 # -- the runs ------------------------------------------------------------------------------
@@ -169,12 +192,38 @@ def _env() -> dict[str, str]:
 def crawl_args(args: argparse.Namespace, crawl: Crawl, space: Space, out: Path) -> list[str]:
     f = args.factor
     roles = [x for r in crawl.roles for x in ("--role", r)]
-    return [PYTHON, "-m", "manners", "crawl", *(h.root for h in space.hosts), "--agent", crawl.agent, *roles,
-            "--out", str(out), "--scope", "any", "--allow-private", "--min-delay", f"{crawl.min_delay:g}",
-            "--max-delay", f"{300 / f:g}", "--robots-backoff", f"{crawl.backoff:g}",
-            "--robots-attempts", str(crawl.attempts), "--max-depth", str(crawl.max_depth), "--timeout", "10",
-            "--cache", "memory", "--json", *([] if args.warc else ["--no-warc"]),
-            *(["--concurrency", str(args.concurrency)] if args.concurrency else [])]  # fmt: skip
+    return [
+        PYTHON,
+        "-m",
+        "manners",
+        "crawl",
+        *(h.root for h in space.hosts),
+        "--agent",
+        crawl.agent,
+        *roles,
+        "--out",
+        str(out),
+        "--scope",
+        "any",
+        "--allow-private",
+        "--min-delay",
+        f"{crawl.min_delay:g}",
+        "--max-delay",
+        f"{300 / f:g}",
+        "--robots-backoff",
+        f"{crawl.backoff:g}",
+        "--robots-attempts",
+        str(crawl.attempts),
+        "--max-depth",
+        str(crawl.max_depth),
+        "--timeout",
+        "10",
+        "--cache",
+        "memory",
+        "--json",
+        *([] if args.warc else ["--no-warc"]),
+        *(["--concurrency", str(args.concurrency)] if args.concurrency else []),
+    ]
 
 
 def bare(args: argparse.Namespace, the_plan: Plan, certs: Path, work: Path, workers: int) -> float:
@@ -195,14 +244,22 @@ def bare(args: argparse.Namespace, the_plan: Plan, certs: Path, work: Path, work
             p = work / f"bare{workers}" / f"urls{w}"
             p.write_text("\n".join(urls[w::workers]))
             files.append(p)
-        procs = [subprocess.Popen([PYTHON, str(HERE / "space_bare.py"), str(p), "64"], env=_env(),
-                                  stdout=subprocess.PIPE, text=True) for p in files]  # fmt: skip
+        procs = [
+            subprocess.Popen(
+                [PYTHON, str(HERE / "space_bare.py"), str(p), "64"],
+                env=_env(),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for p in files
+        ]
         said = [p.communicate()[0].split() for p in procs]
         return sum(int(s[0]) for s in said) / max(float(s[1]) for s in said)
 
 
-def run_crawl(args: argparse.Namespace, the_plan: Plan, crawl: Crawl, certs: Path, work: Path,
-              workers: int) -> dict[str, object]:  # fmt: skip
+def run_crawl(
+    args: argparse.Namespace, the_plan: Plan, crawl: Crawl, certs: Path, work: Path, workers: int
+) -> dict[str, object]:
     """One crawl (1: one process on SQLite; K: K workers on Redis), checked from the servers' logs."""
     space = the_plan.space
     label = "single" if workers == 1 else f"fleet{workers}"
@@ -211,8 +268,22 @@ def run_crawl(args: argparse.Namespace, the_plan: Plan, crawl: Crawl, certs: Pat
     run.mkdir(parents=True)
     redis = None
     if workers > 1:
-        redis = subprocess.Popen(["redis-server", "--port", "6390", "--bind", "127.0.0.1", "--dir", str(run),
-                                  "--appendonly", "yes", "--save", ""], stdout=subprocess.DEVNULL)  # fmt: skip
+        redis = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                "6390",
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(run),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         _wait_port("127.0.0.1", 6390)
     try:
         with Servers(args, certs, run / "servers") as servers:
@@ -239,10 +310,19 @@ def run_crawl(args: argparse.Namespace, the_plan: Plan, crawl: Crawl, certs: Pat
             redis.wait(10)
     requests = [r for r in requests if r.accepted >= start]
     verdict = check(the_plan, requests, args.tolerance)
-    return {"label": label, "workers": workers, "exit": [p.returncode for p in procs], "start": start,
-            "makespan": ended - start, "verdict": verdict, "requests": requests, "peak_rss": max(rss),
-            "frontier_bytes": frontier_bytes, "urls_known": urls_known,
-            "summary": outs[0][-2000:]}  # fmt: skip
+    return {
+        "label": label,
+        "workers": workers,
+        "exit": [p.returncode for p in procs],
+        "start": start,
+        "makespan": ended - start,
+        "verdict": verdict,
+        "requests": requests,
+        "peak_rss": max(rss),
+        "frontier_bytes": frontier_bytes,
+        "urls_known": urls_known,
+        "summary": outs[0][-2000:],
+    }
 
 
 def _frontier(run: Path, redis: bool) -> tuple[int, int]:
@@ -296,6 +376,11 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
         "exit": result["exit"],
         "ok": verdict.ok(),
         "checks": verdict.summary(),
+        "counts": {
+            k: len(getattr(verdict, k))
+            for k in ("missing", "twice", "disallowed", "unplanned", "overlaps", "short")
+        },
+        "pages_checked": verdict.pages,
         "makespan_s": round(makespan, 2),
         "bound_s": round(bound, 2),
         "politeness_bound_s": round(polite, 2),
@@ -304,16 +389,20 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
         "pages": pages,
         "pages_per_s": round(pages / makespan, 2),
         "politeness_pages_per_s": round(the_plan.pages / polite, 2) if polite else None,
-        "bare_pages_per_s": round(bare_rate, 2),
+        "bare_pages_per_s": round(bare_rate, 2) if bare_rate else None,
         "pages_per_s_over_lesser": round((pages / makespan) / min(the_plan.pages / polite, bare_rate), 3)
         if polite and bare_rate
         else None,
         "slowest_hosts": [
-            {"host": h, "last_answer_s": round(last[h], 2), "ideal_s": round(bounds.get(h, 0.0), 2),
-             "pages": len(the_plan.hosts[h].pages), "first_asked_s": round(
-                 min(r.asked for r in requests if r.host == h) - start, 2)}
+            {
+                "host": h,
+                "last_answer_s": round(last[h], 2),
+                "ideal_s": round(bounds.get(h, 0.0), 2),
+                "pages": len(the_plan.hosts[h].pages),
+                "first_asked_s": round(min(r.asked for r in requests if r.host == h) - start, 2),
+            }
             for h in slowest
-        ],  # fmt: skip
+        ],
         "peak_rss_mib": round(result["peak_rss"] / 2**20, 1),  # type: ignore[operator]
         "frontier_bytes": result["frontier_bytes"],
         "urls_known": result["urls_known"],
@@ -345,8 +434,13 @@ def plot(the_plan: Plan, results: list[dict[str, object]], path: Path) -> None:
         ax.set_ylabel("pages/s")
         ax2 = ax.twinx()
         ax2.plot(xs, [len(b) for b in busy], label="busy hosts", color="tab:orange")
-        ax2.plot(xs, [sum(1 for b in bounds if b > t) for t in xs], label="busy hosts, ideal", color="tab:gray",
-                 linestyle="--")  # fmt: skip
+        ax2.plot(
+            xs,
+            [sum(1 for b in bounds if b > t) for t in xs],
+            label="busy hosts, ideal",
+            color="tab:gray",
+            linestyle="--",
+        )
         ax2.set_ylabel("hosts")
         ax.set_title(f"{result['label']}: makespan {result['makespan']:.1f} s")
         ax.set_xlabel("seconds from the start")
@@ -370,8 +464,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--factor", type=float, default=FACTOR, help="time compression (default 50)")
     p.add_argument("--servers", type=int, default=2, help="server processes (default 2)")
     p.add_argument("--workers", default="", help="fleet sizes on Redis, such as 2,4 (default: none)")
-    p.add_argument("--concurrency", type=int, default=None, help="the crawl's --concurrency (default: its own)")
+    p.add_argument(
+        "--concurrency", type=int, default=None, help="the crawl's --concurrency (default: its own)"
+    )
     p.add_argument("--bare-sample", type=int, default=20000, help="requests of the bare loop, at most")
+    p.add_argument(
+        "--no-bare", action="store_true", help="skip the bare loop (no CPU bound: the checks only)"
+    )
     p.add_argument("--tolerance", type=float, default=0.003, help="seconds of clock slack in the checks")
     p.add_argument("--warc", action="store_true", help="let the crawl write WARC files")
     p.add_argument("--out", type=Path, default=Path("space-out"))
@@ -407,17 +506,29 @@ def main(argv: list[str] | None = None) -> int:
     crawl = compressed(args)
     the_plan = plan(space, crawl)
     certs = certificates(space)
-    print(f"space: {args.hosts} capsules, {args.holes} holes, {space.page_count()} pages held, "
-          f"{the_plan.pages} to fetch, {the_plan.requests} requests; factor {args.factor:g}; "
-          f"politeness bound {the_plan.politeness_bound():.2f} s", flush=True)  # fmt: skip
+    print(
+        f"space: {args.hosts} capsules, {args.holes} holes, {space.page_count()} pages held, "
+        f"{the_plan.pages} to fetch, {the_plan.requests} requests; factor {args.factor:g}; "
+        f"politeness bound {the_plan.politeness_bound():.2f} s",
+        flush=True,
+    )
     fleet = [int(w) for w in args.workers.split(",") if w.strip()]
-    report: dict[str, object] = {"seed": args.seed, "capsules": args.hosts, "holes": args.holes,
-                                 "pages_held": space.page_count(), "pages_planned": the_plan.pages,
-                                 "requests_planned": the_plan.requests, "factor": args.factor,
-                                 "cpus": os.cpu_count(), "runs": []}  # fmt: skip
+    report: dict[str, object] = {
+        "seed": args.seed,
+        "capsules": args.hosts,
+        "holes": args.holes,
+        "pages_held": space.page_count(),
+        "pages_planned": the_plan.pages,
+        "requests_planned": the_plan.requests,
+        "factor": args.factor,
+        "cpus": os.cpu_count(),
+        "runs": [],
+    }
     results = []
     for workers in [1, *fleet]:
-        rate = bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
+        rate = (
+            0.0 if args.no_bare else bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
+        )
         result = run_crawl(args, the_plan, crawl, certs, args.out, workers)
         fig = figures(the_plan, result, rate)
         print(json.dumps(fig, indent=1), flush=True)

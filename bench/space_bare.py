@@ -13,6 +13,7 @@ import asyncio
 import resource
 import sys
 import time
+from pathlib import Path
 
 from manners.crawl.client import gemini_get, gopher_get
 
@@ -39,9 +40,9 @@ async def loop(urls: list[str], concurrency: int) -> tuple[int, float]:
 
 def main() -> None:
     path, concurrency = sys.argv[1], int(sys.argv[2])
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    urls = [u for u in open(path).read().split("\n") if u]
+    urls = [u for u in Path(path).read_text().split("\n") if u]
     done, took = asyncio.run(loop(urls, concurrency))
     print(done, f"{took:.6f}")
 

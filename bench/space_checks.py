@@ -20,6 +20,7 @@ robots.txt is known, the host's spacing after it; a ``44``'s wait from its answe
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -115,7 +116,9 @@ def plan(space: Space, crawl: Crawl) -> Plan:
         if readable and host.robots_answer == "file":
             parsed = read_body((host.robots_text or "").encode(), False, None)
             robots[host.name] = parsed
-            asked = asked_spacing(parsed, crawl.agent, crawl.roles, profile=key[host.scheme].format(host.name))
+            asked = asked_spacing(
+                parsed, crawl.agent, crawl.roles, profile=key[host.scheme].format(host.name)
+            )
             spacing = max(crawl.min_delay, asked)
         plans[host.name] = HostPlan(host, readable, spacing, asks, backoff=crawl.backoff)
 
@@ -214,7 +217,9 @@ def read_logs(paths: Iterable[Path]) -> list[Request]:
                 path = path.split("?", 1)[0]
             else:
                 path = path or "/"
-            out.append(Request(float(f[0]), float(f[1]), float(f[2]), f[3], f[4], f[5], path, f[7], int(f[8])))
+            out.append(
+                Request(float(f[0]), float(f[1]), float(f[2]), f[3], f[4], f[5], path, f[7], int(f[8]))
+            )
     out.sort(key=lambda r: r.asked)
     return out
 
@@ -231,17 +236,20 @@ class Verdict:
     requests: int = 0
 
     def ok(self) -> bool:
-        return not (self.missing or self.twice or self.disallowed or self.unplanned or self.overlaps
-                    or self.short)  # fmt: skip
+        return not (
+            self.missing or self.twice or self.disallowed or self.unplanned or self.overlaps or self.short
+        )
 
     def summary(self) -> str:
         def few(xs: list[object]) -> str:
             return f"{len(xs)}" + (f" (e.g. {xs[:3]})" if xs else "")
 
-        return (f"{self.requests} requests, {self.pages} pages; missing {few(self.missing)}; "  # type: ignore[arg-type]
-                f"twice {few(self.twice)}; disallowed {few(self.disallowed)}; "  # type: ignore[arg-type]
-                f"unplanned {few(self.unplanned)}; in flight together {few(self.overlaps)}; "  # type: ignore[arg-type]
-                f"gaps under spacing {few(self.short)}")  # type: ignore[arg-type]  # fmt: skip
+        return (
+            f"{self.requests} requests, {self.pages} pages; missing {few(self.missing)}; "  # type: ignore[arg-type]
+            f"twice {few(self.twice)}; disallowed {few(self.disallowed)}; "  # type: ignore[arg-type]
+            f"unplanned {few(self.unplanned)}; in flight together {few(self.overlaps)}; "  # type: ignore[arg-type]
+            f"gaps under spacing {few(self.short)}"
+        )  # type: ignore[arg-type]
 
 
 def check(plan: Plan, requests: list[Request], tolerance: float = 0.003) -> Verdict:
@@ -267,11 +275,11 @@ def check(plan: Plan, requests: list[Request], tolerance: float = 0.003) -> Verd
             (v.disallowed if path in hp.disallowed or not hp.readable else v.unplanned).append((name, path))
         # one at a time, and spaced
         got.sort(key=lambda r: r.accepted)
-        for a, b in zip(got, got[1:], strict=False):
+        for a, b in itertools.pairwise(got):
             if b.accepted < a.ended - tolerance:
                 v.overlaps.append((name, round(a.ended - b.accepted, 4)))
         known = False
-        for a, b in zip(got, got[1:], strict=False):
+        for a, b in itertools.pairwise(got):
             known = known or (a.path in ROBOTS_PATHS and a.status in ("20", "51", "0"))
             due = hp.spacing if known and hp.spacing > 0 else plan.crawl.min_delay
             gap = b.accepted - a.accepted

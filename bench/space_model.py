@@ -44,10 +44,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the small-net robots.txt corpus: in the repository if it has moved there, else beside it
 CORPUS = next(
-    (p for p in (REPO / "data" / "corpus" / "smallnet", REPO.parent / "shared" / "corpus" / "smallnet")
-     if p.is_dir()),
+    (
+        p
+        for p in (REPO / "data" / "corpus" / "smallnet", REPO.parent / "shared" / "corpus" / "smallnet")
+        if p.is_dir()
+    ),
     REPO / "data" / "corpus" / "smallnet",
-)  # fmt: skip
+)
 
 GEMINI_PORT = 1965
 GOPHER_PORT = 70
@@ -113,7 +116,7 @@ def scale_delays(text: str, factor: float) -> str:
 
 
 def robots_sections(text: str) -> list[str]:
-    """Concrete sections for the paths a robots.txt names (``/github/repo/*/files`` -> ``/github/repo/x/files/``)."""
+    """Concrete sections for the paths a robots.txt names (``/github/*/files`` -> ``/github/x/files/``)."""
     out = []
     for line in text.splitlines():
         key, _, value = line.partition(":")
@@ -172,7 +175,7 @@ class Space:
     def path(self, host: Host, i: int) -> str:
         """The page's path (Gemini) or selector (Gopher)."""
         if i == 0:
-            return "/" if host.scheme == "gemini" else ""
+            return "/"
         section = self.section(host, i)
         if host.scheme == "gemini":
             return f"{section}{i}.gmi"
@@ -199,7 +202,9 @@ class Space:
         return i if 0 < i < host.pages and self.path(host, i) == path else None
 
     def size(self, host: Host, i: int) -> int:
-        return min(MAX_SIZE, int(_lognormal(_unit(self.seed, host.index, i, "size"), MEAN_SIZE / math.e**0.5, 1.0)))
+        return min(
+            MAX_SIZE, int(_lognormal(_unit(self.seed, host.index, i, "size"), MEAN_SIZE / math.e**0.5, 1.0))
+        )
 
     def _rng(self, host: Host, i: int) -> random.Random:
         return random.Random(f"{self.seed}:{host.index}:{i}")
@@ -208,7 +213,9 @@ class Space:
         """The URLs page ``i`` links to (a Gopher text file links to nothing)."""
         if host.scheme == "gopher" and not self.is_menu(host, i):
             return []
-        out = [self.url(host, c) for c in range(i * host.fanout + 1, min(host.pages, (i + 1) * host.fanout + 1))]
+        out = [
+            self.url(host, c) for c in range(i * host.fanout + 1, min(host.pages, (i + 1) * host.fanout + 1))
+        ]
         rng = self._rng(host, i)
         for _ in range(rng.randrange(4)):
             out.append(self.url(host, rng.randrange(host.pages)))
@@ -257,7 +264,9 @@ def build(seed: int, capsules: int, holes: int, *, cap: int | None = None, facto
     gopher_files = corpus_files("gopher")
     if not gemini_files or not gopher_files:
         raise SystemExit(f"the small-net corpus is missing: no gemini_*.txt or gopher_*.txt in {CORPUS}")
-    texts = {f: scale_delays((CORPUS / f).read_text(errors="replace"), factor) for f in gemini_files + gopher_files}
+    texts = {
+        f: scale_delays((CORPUS / f).read_text(errors="replace"), factor) for f in gemini_files + gopher_files
+    }
     hosts = []
     trap_at = int(random.Random(f"{seed}:trap").randrange(capsules)) if capsules >= 20 else -1
     for k in range(capsules + holes):
@@ -301,7 +310,19 @@ def build(seed: int, capsules: int, holes: int, *, cap: int | None = None, facto
         if scheme == "gopher":
             sections = tuple(s.rstrip("/") + "/" if s != "/" else "/" for s in sections)
         hosts.append(
-            Host(k, name, scheme, address, n, fanout, sections, robots, answer, fault, rtt,
-                 texts[robots] if robots else None)  # fmt: skip
+            Host(
+                k,
+                name,
+                scheme,
+                address,
+                n,
+                fanout,
+                sections,
+                robots,
+                answer,
+                fault,
+                rtt,
+                texts[robots] if robots else None,
+            )
         )
     return Space(seed, hosts, factor)

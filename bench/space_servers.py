@@ -40,7 +40,8 @@ def filler(size: int = 1_200_000) -> bytes:
 
     rng = random.Random(0)
     words = [
-        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(2, 10))) for _ in range(2000)
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(2, 10)))
+        for _ in range(2000)
     ]
     out, n = [], 0
     while n < size:
@@ -148,8 +149,9 @@ class Server:
             self.contexts[host.name] = ctx
         return ctx
 
-    def note(self, accepted: float, asked: float, host: Host, peer: str, request: str, status: str,
-             sent: int) -> None:  # fmt: skip
+    def note(
+        self, accepted: float, asked: float, host: Host, peer: str, request: str, status: str, sent: int
+    ) -> None:
         request = request.replace("\t", "\\t")
         self.log.write(
             f"{accepted:.6f}\t{asked:.6f}\t{time.time():.6f}\t{host.name}\t{peer}\t{host.scheme}"
@@ -214,7 +216,7 @@ class Server:
 
 def main() -> None:
     seed, capsules, holes, cap, factor, shard, shards, certs, log, ready = sys.argv[1:]
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     space = build(int(seed), int(capsules), int(holes), cap=int(cap) or None, factor=float(factor))
     mine = [h for h in space.hosts if h.index % int(shards) == int(shard)]
