@@ -266,7 +266,7 @@ def run_crawl(
     run = work / label
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
-    redis = None
+    redis, empty = None, 0
     if workers > 1:
         redis = subprocess.Popen(
             [
@@ -285,6 +285,7 @@ def run_crawl(
             stdout=subprocess.DEVNULL,
         )
         _wait_port("127.0.0.1", 6390)
+        empty = _frontier(run, True)[0]  # an empty Redis's own memory, not the frontier's
     try:
         with Servers(args, certs, run / "servers") as servers:
             start = time.time()
@@ -303,6 +304,7 @@ def run_crawl(
                 rss.append(usage.ru_maxrss * 1024)
             ended = time.time()
             frontier_bytes, urls_known = _frontier(run, redis is not None)
+            frontier_bytes -= empty
         requests = servers.requests()
     finally:
         if redis is not None:
@@ -327,13 +329,10 @@ def run_crawl(
 
 def _frontier(run: Path, redis: bool) -> tuple[int, int]:
     """(bytes the frontier takes, URLs it knows)."""
-    if redis:
+    if redis:  # the URLs it knows are those the single process knew (the same space): see main
         import redis as redis_client
 
-        r = redis_client.Redis(port=6390)
-        used = int(r.info("memory")["used_memory"])
-        known = sum(int(r.hlen(k)) for k in r.scan_iter(match="*urls*", count=1000) if r.type(k) == b"hash")
-        return used, known
+        return int(redis_client.Redis(port=6390).info("memory")["used_memory"]), 0
     db = run / "out0" / "frontier.sqlite3"
     size = sum(p.stat().st_size for p in db.parent.glob("frontier.sqlite3*"))
     with sqlite3.connect(db) as c:
@@ -530,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
             0.0 if args.no_bare else bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
         )
         result = run_crawl(args, the_plan, crawl, certs, args.out, workers)
+        if workers > 1:
+            result["urls_known"] = results[0]["urls_known"]
         fig = figures(the_plan, result, rate)
         print(json.dumps(fig, indent=1), flush=True)
         report["runs"].append(fig)  # type: ignore[attr-defined]
