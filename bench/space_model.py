@@ -36,21 +36,15 @@ import math
 import random
 import re
 import statistics
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: the small-net robots.txt corpus: in the repository if it has moved there, else beside it
-CORPUS = next(
-    (
-        p
-        for p in (REPO / "data" / "corpus" / "smallnet", REPO.parent / "shared" / "corpus" / "smallnet")
-        if p.is_dir()
-    ),
-    REPO / "data" / "corpus" / "smallnet",
-)
+sys.path.insert(0, str(REPO / "tests"))
+from data_paths import SMALLNET as CORPUS  # noqa: E402  (the small-net robots.txt corpus)
 
 GEMINI_PORT = 1965
 GOPHER_PORT = 70
