@@ -26,7 +26,7 @@ The fixed schedule is ``next_interval`` with ``revisit_min == revisit_max == T``
 (within 1%; it says so when a page's visits are too few for that).  No ``Check:`` and no
 ``--min-delay``: the schedule alone.  It does not model hosts (one request at a time per host,
 delays), requests that fail, pages appearing or going, nor changes whose timing is not
-memoryless (a page edited every morning); see the README.
+memoryless (a page edited every morning); see docs/benchmarks.md.
 
     .venv/bin/python bench/freshness.py [--pages 2000] [--days 365] [--seed 25]
                                         [--setting 1d:30d] [--setting 1h:30d ...] [--json]

@@ -364,7 +364,7 @@ def test_usage_errors_are_one_sentence(tmp_path: Path) -> None:
 
 
 def test_json_is_the_documented_shape(tmp_path: Path) -> None:
-    """Every key the README's ``json: manners crawl audit`` block names, of its type: timestamps
+    """Every key docs/json.md's ``json: manners crawl audit`` block names, of its type: timestamps
     RFC 3339 with Z, counts integers; with one violation of each kind planted."""
     a, b = tmp_path / "a", tmp_path / "b"
     polite_crawl(a, names=("w1",))

@@ -10,7 +10,7 @@ from conformance import Expectation, expectations
 CASES = expectations()
 
 # The rfc9309 profile deliberately departs from Google on these STANDARD expectations
-# (see "Deviations" in the README): RFC 9309 §2.2.2 normalisation makes "/foo/bar/ツ" and
+# (see docs/conformance.md): RFC 9309 §2.2.2 normalisation makes "/foo/bar/ツ" and
 # "/foo/bar/%E3%83%84" (and %62%61%7A and "baz") the same path, and §2.2.2 makes
 # /robots.txt implicitly allowed.
 RFC9309_DEVIATIONS = {

@@ -161,7 +161,7 @@ def test_patient_waits_through_an_outage_then_gives_up_at_once(tmp_path: Path) -
 def test_the_ledger_is_written_before_each_request_and_names_the_worker(tmp_path: Path) -> None:
     """Every connection the three servers received has its ledger line, written before it was
     opened (robots.txt fallbacks and caps.txt included, the URL or selector the same); every
-    pages record names the worker whose ledger it is; the README's shapes hold."""
+    pages record names the worker whose ledger it is; docs/json.md's shapes hold."""
     with sn.running(tmp_path / "site") as site:
         seeds = [site.site.gemini_url, site.site.gophernicus_url, site.site.pygopherd_url]
         out = tmp_path / "out"

@@ -22,7 +22,7 @@ def test_agreement_with_googles_parser(comparison: Comparison) -> None:
     assert comparison.answers > 150_000
     # On every URL the binding passes through as given, the answers are the same.
     assert [d for d in comparison.differences if binding_rewrite(d[2]) == d[2]] == []
-    # Overall, counting the URLs it rewrites first (the README reports this figure).
+    # Overall, counting the URLs it rewrites first (docs/conformance.md reports this figure).
     assert 1 - len(comparison.differences) / comparison.answers >= 0.997
 
 

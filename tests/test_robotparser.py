@@ -2,7 +2,7 @@
 
 Every method the documentation lists is tested here, with ``read()`` against nginx on
 loopback; the cases where RFC 9309 answers otherwise than urllib's first-match reading are
-tested for RFC 9309's answer (the README's "Replacing urllib.robotparser" lists them).
+tested for RFC 9309's answer (docs/robotparser.md lists them).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_str_prints_a_file_as_urllib_does() -> None:
 
 
 def test_str_prints_rules_as_rfc_9309_reads_them() -> None:
-    """Where the readings differ (the README's table): every group, wildcards, %2F and
+    """Where the readings differ (docs/robotparser.md's table): every group, wildcards, %2F and
     Crawl-delay 1.5 kept; urllib prints /%2A.pdf%24 and /a/b, and drops the rest."""
     text = (
         "User-agent: *\nCrawl-delay: 1.5\nDisallow: /*.pdf$\nDisallow: /a%2Fb\n\n"

@@ -1,7 +1,7 @@
 """``manners site``: real servers on loopback, each set up so that some rules hold and some do not.
 
 For every server the test knows which findings are right (from the server's own behaviour, as
-documented in the README's "manners site" section) and checks that exactly those come out, no
+documented in docs/site.md) and checks that exactly those come out, no
 more.  gophernicus, pygopherd, jetforce, molly-brown and nginx are the real thing; small
 purpose-built servers stand in only for what no real server does on demand (two robots.txt
 spellings that differ, an LF menu, a bad URL: page, a server that stalls).  What the audit sent

@@ -15,7 +15,7 @@ Before any verdict, every command says what was not read as the robots.txt it
 answers from: a file that could not be fetched, one cut at the size cap
 (``--max-bytes``) or one that is no robots.txt at all, in ``lint``'s words
 (:func:`manners.diagnostics.said`).  Every ``--json`` output shares one vocabulary
-(README, "JSON"): the keys of :func:`manners.source.about` for the robots.txt, integer
+(docs/json.md): the keys of :func:`manners.source.about` for the robots.txt, integer
 statuses and RFC 3339 timestamps (:mod:`manners.vocabulary`).
 
 What the commands share lives below the command line, so that ``crawl``, ``site``,

@@ -4,7 +4,7 @@
 class, methods and attributes, but the longest matching rule decides (not the first),
 a robot is named by its product token (not by a substring), groups for the same agent
 are merged, and ``read()`` reads the answer's status as RFC 9309 §2.3.1 says, with a
-User-Agent of your choice.  The README's "Replacing urllib.robotparser" lists every
+User-Agent of your choice.  docs/robotparser.md lists every
 difference.
 """
 
@@ -146,7 +146,7 @@ class RobotFileParser:
     def __str__(self) -> str:
         """The groups, as urllib prints its entries: named agents first, ``*`` last; in each, the
         User-agent lines, Crawl-delay, Request-rate, then the rules.  A file both read alike
-        prints as urllib prints it (the README's "Replacing urllib.robotparser" says where not)."""
+        prints as urllib prints it (docs/robotparser.md says where not)."""
         if self._robots is None:
             return ""
         robots, reading = self._robots, self._reading()

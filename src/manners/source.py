@@ -3,7 +3,7 @@
 From a file, standard input or a server (fetched through the cache: afresh, or with
 ``--cached`` from the copy kept).  Before any verdict, a command says what was not read
 as the robots.txt it answers from (:func:`first_words`, :func:`unread_note`), and every
-``--json`` output names the file in the keys of :func:`about` (README, "JSON").
+``--json`` output names the file in the keys of :func:`about` (docs/json.md).
 """
 
 from __future__ import annotations

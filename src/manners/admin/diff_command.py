@@ -232,7 +232,7 @@ def cmd_diff(args: argparse.Namespace, out: Out) -> int:
 
 
 def as_json(d: Diff, old: Source, new: Source) -> dict[str, Any]:
-    """The diff in the vocabulary every command's JSON shares (README, "json: manners diff")."""
+    """The diff in the vocabulary every command's JSON shares (docs/json.md, "json: manners diff")."""
     return {
         "old": about(old),
         "new": about(new),

@@ -185,7 +185,7 @@ def _read(path: Path) -> bytes:
 
 
 def as_json(report: Report) -> dict[str, object]:
-    """The report as the README's ``json: manners crawl audit`` block documents it."""
+    """The report as docs/json.md's ``json: manners crawl audit`` block documents it."""
     return {
         "dirs": list(report.dirs),
         "tolerance": TOLERANCE,

@@ -1,6 +1,6 @@
 """What ``manners crawl audit`` found: the hosts, the violations, the repeats, and the report of them.
 
-Values only (each with its ``as_json``, as the README's ``json: manners crawl audit`` block
+Values only (each with its ``as_json``, as docs/json.md's ``json: manners crawl audit`` block
 documents it): ``audit_judging`` makes them from what ``audit_lines`` read, ``audit`` shows
 them.  Kept apart so that the shape of a report reads in one place.
 """

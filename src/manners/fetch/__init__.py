@@ -1,7 +1,7 @@
 """Fetching robots.txt over HTTP(S), Gemini and Gopher, with the meaning of every answer.
 
 The meaning lives in ``outcome`` (pure functions); ``http``, ``gemini`` and
-``gopher`` only move bytes.  See the README's "Fetching" tables.
+``gopher`` only move bytes.  See docs/fetching.md's tables.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a robots.txt fetch means: pure functions from what a server said to a result.
 
 No sockets here (the transports beside this module do the I/O), so every row of
-the outcome tables in the README is a plain function call away from a test.
+the outcome tables in docs/fetching.md is a plain function call away from a test.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def gemini_result(
     redirects: tuple[str, ...] = (),
     **kw: object,
 ) -> FetchResult:
-    """The Gemini table: see README "Fetching"."""
+    """The Gemini table: see docs/fetching.md."""
     kw["redirects"] = redirects
     head = f"Gemini {status} {meta}".rstrip()
     if status == 20:

@@ -1,7 +1,7 @@
 """manners for Scrapy: robots.txt read as RFC 9309 says, and Crawl-delay honoured.
 
-``ADDONS = {"manners.scrapy.Addon": 0}`` turns it all on; see the README's "Using
-manners from Scrapy".  Needs the optional extra: ``pip install 'manners[scrapy]'``.
+``ADDONS = {"manners.scrapy.Addon": 0}`` turns it all on; see docs/scrapy.md.
+Needs the optional extra: ``pip install 'manners[scrapy]'``.
 """
 
 from __future__ import annotations

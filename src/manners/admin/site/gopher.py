@@ -7,8 +7,8 @@ reply a selector that cannot exist got (``missing``, compared with each reply's 
 taken out: a server that answers every selector alike answers none).  The page a ``URL:``
 selector gets is checked in :mod:`manners.admin.site.gopher_url`.
 
-The words are the contemporary Gopher draft's and the 2019 robots proposal's (README, "manners
-site"); the severity is theirs: MUST, SHALL and PROHIBITED an error, SHOULD and RECOMMENDED a
+The words are the contemporary Gopher draft's and the 2019 robots proposal's (docs/site.md);
+the severity is theirs: MUST, SHALL and PROHIBITED an error, SHOULD and RECOMMENDED a
 warning, the rest information.
 """
 

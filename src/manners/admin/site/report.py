@@ -256,7 +256,7 @@ class SiteReport:
         return self.counts()["error"] > 0
 
     def as_json(self) -> dict[str, Any]:
-        """The report in the keys every command's JSON shares (README, "JSON")."""
+        """The report in the keys every command's JSON shares (docs/json.md)."""
         return {
             "url": self.url,
             "scheme": self.scheme,
