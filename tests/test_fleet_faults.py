@@ -32,6 +32,7 @@ from servers import redis_durable
 from test_fleet import (
     ENV,
     as_received,
+    at_work,
     finish,
     identity_kept,
     ledgers,
@@ -234,6 +235,7 @@ def test_redis_restarted_empty_the_workers_stop_lost_never_done(tmp_path: Path) 
             wait_for(identity_kept(frontier, name), what="the first worker's crawl")
             procs.append(start(cmds[1], logs[1]))
             wait_for(lambda: settled(*dirs) >= 12, what="12 pages")
+            wait_for(at_work(frontier, name, 2), what="both workers at work")  # w1 starts late under load
         empty = tmp_path / "redis-empty"
         empty.mkdir()
         with redis_durable(empty, port):  # the same port and settings, its data gone
@@ -261,6 +263,7 @@ def test_keys_evicted_under_maxmemory_the_workers_stop_lost_never_done(tmp_path:
         wait_for(identity_kept(frontier, name), what="the first worker's crawl")
         procs.append(start(cmds[1], logs[1]))
         wait_for(lambda: settled(*dirs) >= 12, what="12 pages")
+        wait_for(at_work(frontier, name, 2), what="both workers at work")
         client = redis.Redis(port=port)
         used = int(client.info("memory")["used_memory"])
         client.config_set("maxmemory-policy", "allkeys-lru")
