@@ -10,6 +10,8 @@ import redis
 
 from servers import redis_cluster, redis_server
 
+pytest_plugins = ["module_coverage"]  # --every-module: the quick tier's check
+
 
 @pytest.fixture(scope="session")
 def redis_port() -> Iterator[int]:

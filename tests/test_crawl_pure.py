@@ -35,6 +35,8 @@ from manners.crawl.urls import (
 )
 from manners.fetch.outcome import gemini_header
 
+pytestmark = pytest.mark.quick
+
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet" / "server_transcripts"
 
 

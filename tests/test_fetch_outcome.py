@@ -18,6 +18,8 @@ from manners.fetch.outcome import (
     retry_after,
 )
 
+pytestmark = pytest.mark.quick
+
 URL = "https://example.com/robots.txt"
 BODY = b"User-agent: *\nDisallow: /private\n"
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smallnet" / "server_transcripts"
