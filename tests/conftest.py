@@ -12,6 +12,8 @@ import redis
 from data_paths import all_stale
 from servers import redis_cluster, redis_server
 
+pytest_plugins = ["module_coverage"]  # --every-module: the quick tier's check
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if (why := all_stale()) is not None:

@@ -396,6 +396,7 @@ def test_json_is_the_documented_shape(tmp_path: Path) -> None:
     assert re.search(r'\n  "hosts": \[\n    \{"authority": ', text)  # a host a line, as every --json
 
 
+@pytest.mark.quick
 def test_as_json_and_render_text_of_an_empty_crawl(tmp_path: Path) -> None:
     Worker(tmp_path / "crawl", "w1")  # started, sent nothing
     report = audit([tmp_path / "crawl"])
@@ -734,6 +735,7 @@ def test_a_second_crawl_sharing_the_default_cache_audits_clean(tmp_path: Path) -
     assert not [url for url in asked if "/private" in url]
 
 
+@pytest.mark.quick
 def test_the_totals_are_reconciled_with_the_frontier(tmp_path: Path) -> None:
     """The files' totals against the frontier's counts: a page whose settling the frontier never
     took, recorded as fetched with no unsettled line after it, makes them disagree (said, not a

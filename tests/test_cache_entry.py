@@ -12,6 +12,8 @@ import pytest
 from manners.cache.entry import DAY, MIN_TTL, STALE_LIMIT, Entry, entry_after, policy_of
 from manners.fetch.outcome import http_result, unreachable
 
+pytestmark = pytest.mark.quick
+
 URL = "https://example.com/robots.txt"
 T0 = 1_700_000_000.0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import socket
 import subprocess
 import sys
@@ -404,6 +405,18 @@ def test_python_dash_m_and_version(env: dict[str, str], robots_file: Path) -> No
         timeout=60,
     )
     assert p.returncode == 1
+
+
+@pytest.mark.quick
+def test_python_dash_m_in_process(
+    robots_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """manners/__main__.py, run in this process (so the quick tier sees it run): the command's
+    status is the process's."""
+    monkeypatch.setattr(sys, "argv", ["manners", "check", "/private", "--robots", str(robots_file)])
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_module("manners", run_name="__main__", alter_sys=True)
+    assert stopped.value.code == 1 and "/private" in capsys.readouterr().out
 
 
 # -- issue 10 ------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import pytest
 import manners
 from conformance import Expectation, expectations
 
+pytestmark = pytest.mark.quick
+
 CASES = expectations()
 
 # The rfc9309 profile deliberately departs from Google on these STANDARD expectations

@@ -84,6 +84,7 @@ def test_seeds_authorities_exactly_and_allowed_networks() -> None:
     assert AddressPolicy.of((), True).refuse("x", 1, "127.0.0.1") is None
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("text", ["10.0.0.0/33", "nonsense", ",", ""])
 def test_bad_networks_are_one_sentence(text: str) -> None:
     with pytest.raises(ValueError, match=r"CIDR|no IP address"):

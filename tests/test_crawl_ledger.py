@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import json
 import os
@@ -26,6 +27,7 @@ import smallnet_site as sn
 from manners.crawl import Crawler
 from manners.crawl import crawler as crawler_module
 from manners.crawl.frontier import FrontierError, Lease, Patient, SQLiteFrontier, open_frontier, shown
+from manners.crawl.progress import Progress, summary
 from slow_hole import slow_hole
 from test_cli import manners as run_manners
 from test_cli_json import agrees
@@ -345,9 +347,25 @@ def test_status_and_audit_are_subcommands_and_seeds_stay_seeds(tmp_path: Path) -
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.quick
 def test_a_lease_option_is_kept_with_the_crawl(tmp_path: Path) -> None:
     assert crawler_module.LEASE == 120.0
     with pytest.raises(ValueError, match="lease"):
         Crawler(AGENT, (), tmp_path, lease=0)
     with pytest.raises(ValueError, match="name this one"):
         Crawler(AGENT, (), tmp_path, frontier="redis://127.0.0.1:1/0")
+
+
+@pytest.mark.quick
+def test_the_summary_and_the_plain_progress_of_a_crawl_not_yet_run(tmp_path: Path) -> None:
+    """What --json and a person are shown at the end and on the way, here in this process (the
+    crawls that print them run manners crawl as a subprocess, which the quick tier cannot see)."""
+    crawler = Crawler(AGENT, ("gemini://capsule.example/",), tmp_path)
+    said = summary(crawler, interrupted=True)
+    assert (said["completed"], said["interrupted"], said["fetched"]) == (False, True, 0)
+    assert (said["out"], said["files"]) == (str(tmp_path), [str(tmp_path / "frontier.sqlite3")])
+    shown = io.StringIO()
+    progress = Progress(crawler, shown, live=False)
+    progress.tick()
+    progress.close()
+    assert shown.getvalue().startswith("manners crawl: fetched 0, queued 0, disallowed 0, errors 0")

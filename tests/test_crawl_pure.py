@@ -34,6 +34,8 @@ from manners.crawl.urls import (
 )
 from manners.fetch.outcome import gemini_header
 
+pytestmark = pytest.mark.quick
+
 
 def capture(name: str) -> bytes:
     return (CAPTURES / name).read_bytes()

@@ -42,6 +42,8 @@ import servers
 from proxy import logging_proxy
 from test_cli_json import agrees
 
+pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+
 AGENT = "testbot"
 MIN, MAX, ROBOTS_AGE = 1.0, 4.0, 3.0
 SLACK = 0.05  # seconds: clocks and timers between the crawler and the servers' logs

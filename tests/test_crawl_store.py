@@ -312,6 +312,7 @@ def test_a_warc_cut_anywhere_keeps_the_records_before_the_cut(tmp_path: Path) ->
         check_pairs(read_warc(torn)[1:], sum(end <= cut for end in ends))
 
 
+@pytest.mark.quick
 def test_page_log_writes_one_valid_utf8_object_per_line(tmp_path: Path) -> None:
     path = tmp_path / "pages.jsonl"
     with PageLog(path) as log:
@@ -389,6 +390,7 @@ def test_a_failing_change_fails_only_its_own_caller(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.quick
 def test_close_commits_what_was_asked_for(tmp_path: Path) -> None:
     async def main() -> None:
         f = open_frontier(tmp_path / "f.sqlite3")

@@ -94,6 +94,7 @@ def test_lines_that_moved_are_no_flip_and_no_change() -> None:
     assert [c.urls for c in d.counts] == [0, 0]
 
 
+@pytest.mark.quick
 def test_groups_and_rules_added_removed_changed_and_renamed() -> None:
     old = manners.parse(
         "Disallow: /pre\nUser-agent: *\nDisallow: /tmp\nDisallow: /same\n\n"

@@ -138,6 +138,7 @@ def test_https_to_a_plain_server_is_a_tls_failure() -> None:
     assert (r.outcome, r.status) == ("unreachable", "tls-error")
 
 
+@pytest.mark.quick
 def test_refused_connection_is_unreachable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -17,6 +17,8 @@ from manners.fetch.outcome import (
 )
 from manners.gopher_reply import gopher_text
 
+pytestmark = pytest.mark.quick
+
 URL = "https://example.com/robots.txt"
 BODY = b"User-agent: *\nDisallow: /private\n"
 

@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 import smallnet_site as sn
@@ -47,6 +48,8 @@ from test_fleet import (
     worker,
 )
 from test_fleet_status import status
+
+pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
 
 POLITE = {"gophernicus": [], "pygopherd": [], "gemini": []}
 

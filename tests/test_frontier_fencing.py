@@ -88,6 +88,7 @@ def test_a_settle_with_a_stale_token_changes_nothing(opener: Opener) -> None:
     with_frontiers(test, opener)
 
 
+@pytest.mark.quick
 def test_a_repeated_settle_finds_its_own_settling(opener: Opener) -> None:
     """A settle whose reply was lost, made again (``repeat``), is no stale one."""
 

@@ -10,6 +10,8 @@ import pytest
 
 import manners
 
+pytestmark = pytest.mark.quick
+
 FILE = "User-agent: *\nDisallow: /private\nAllow: /private/ok\n"
 
 

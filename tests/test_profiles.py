@@ -8,6 +8,8 @@ import pytest
 import manners
 from data_paths import SEEDS, SMALLNET
 
+pytestmark = pytest.mark.quick
+
 
 def smallnet(name: str, profile: str | None = None) -> manners.RobotsTxt:
     return manners.parse((SMALLNET / name).read_bytes(), profile=profile)

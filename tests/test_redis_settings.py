@@ -9,6 +9,8 @@ import pytest
 
 from manners.crawl.redis_settings import Finding, findings, from_info, sentence
 
+pytestmark = pytest.mark.quick
+
 SAFE = {"appendonly": "yes", "save": "", "maxmemory": "0", "maxmemory-policy": "noeviction"}
 EVICTING = ["allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random",
             "volatile-ttl"]  # fmt: skip

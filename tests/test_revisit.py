@@ -24,6 +24,7 @@ from manners.crawl.revisit import (
 from manners.options import interval
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("90", 90), ("30s", 30), ("5m", 300), ("2h", 7200), ("1d", DAY), ("1.5h", 5400), (" 7d ", 7 * DAY),

@@ -193,6 +193,7 @@ def test_a_request_rate_with_a_window_applies_only_inside_it(tmp_path: Path) -> 
     assert waited >= 1.0 - 0.02
 
 
+@pytest.mark.quick
 def test_an_unreasonable_delay_is_capped_and_reported(
     web: list[Site], cache: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -88,6 +88,7 @@ def test_parse_again_replaces_the_file() -> None:
     assert parser.can_fetch("mybot", "/a") and not parser.can_fetch("mybot", "/b")
 
 
+@pytest.mark.quick
 def test_can_fetch_takes_urls_and_paths() -> None:
     parser = parsed("User-agent: *\nDisallow: /private/\n")
     assert not parser.can_fetch("mybot", "https://example.org/private/x")

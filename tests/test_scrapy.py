@@ -597,6 +597,7 @@ def test_redirects_up_to_five_are_followed_and_the_file_is_cut_after_500_kib(tmp
 # -- the parts, without a crawl ---------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_robot_parser_takes_scrapy_arguments() -> None:
     crawler = Crawler(Spider, {"ROBOTSTXT_PARSER": "manners.scrapy.RobotParser"})
     empty = RobotParser.from_crawler(crawler, b"")  # Scrapy's start-up check
@@ -616,6 +617,7 @@ def test_robot_parser_takes_scrapy_arguments() -> None:
         parser.allowed("https://example.org/", 42)  # type: ignore[arg-type]
 
 
+@pytest.mark.quick
 def test_addon_replaces_scrapys_middleware() -> None:
     settings = Settings(
         {"DOWNLOADER_MIDDLEWARES": {"scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 543}}
@@ -634,6 +636,7 @@ def test_addon_replaces_scrapys_middleware() -> None:
     assert not project.getbool("ROBOTSTXT_OBEY")  # a project that says no is obeyed
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
@@ -677,6 +680,7 @@ class Req:
         self.meta = {"download_slot": slot}
 
 
+@pytest.mark.quick
 def test_keep_delay_raises_a_slot_so_its_shortest_draw_is_the_crawl_delay() -> None:
     # Scrapy >= 2.19: Slot(concurrency, delay, jitter); before: Slot(concurrency, delay, randomize_delay)
     jittery, plain, slow = Slot(8, 0.0, 0.5), Slot(8, 0.0, 0), Slot(8, 7.0, 0)

@@ -12,6 +12,7 @@ posted and a cell clicked to its line.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import html
 import json
@@ -33,6 +34,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from manners.admin.serve import make_app
+from manners.cli import build_parser
 from servers import jetforce, nginx
 from test_cli import ENTRY
 from test_cli_json import agrees
@@ -250,6 +253,23 @@ def error_of(response: httpx.Response, status: int) -> str:
 def test_it_says_where_it_listens_in_the_json_vocabulary(page: Served) -> None:
     agrees("manners serve", page.first)
     assert page.first["host"] == "127.0.0.1" and page.url == f"http://127.0.0.1:{page.first['port']}/"
+
+
+@pytest.mark.quick
+def test_the_app_answers_in_this_process() -> None:
+    """The page's app called here, without a server: the quick tier's test of serve and page
+    (the tests around it run ``manners serve`` as a subprocess, which the quick tier cannot see)."""
+    settings = build_parser().parse_args(["serve", "--cache", "memory"])
+
+    async def ask() -> httpx.Response:
+        app = httpx.ASGITransport(app=make_app(settings))
+        async with httpx.AsyncClient(transport=app, base_url="http://127.0.0.1") as client:
+            return await client.get("/", params={"draft": DRAFT, "urls": "/private/x\n/open", "agent": "*"})
+
+    answered = asyncio.run(ask())
+    assert answered.status_code == 200, answered.text[:2000]
+    who, _ = matrix_table(dom(answered.text).one("section", "who"))
+    assert who["/private/x"]["*"] == ("NO 4", "#L4") and who["/open"]["*"] == ("yes", None)
 
 
 def test_the_form_flow_works_without_javascript(page: Served) -> None:

@@ -174,6 +174,7 @@ def test_gophernicus_with_a_gophermap(tmp_path: Path) -> None:
 # -- Gopher: pygopherd -------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_pygopherd_as_the_suite_configures_it(tmp_path: Path) -> None:
     """Files as written (an LF robots.txt breaks the policy files' CR/LF MUST), a proper type-3
     error menu, no caps.txt, no TITLE, no full stop after menus."""
@@ -607,6 +608,7 @@ def test_molly_brown_serving_robots_txt_as_text_gemini(tmp_path: Path, env: dict
 # -- Gemini: what no real static server does ------------------------------------------------------
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("header", "expected"),
     [
@@ -700,6 +702,7 @@ def test_nginx_serving_robots_txt_well(web: dict[str, Any]) -> None:
     assert min(b.start - a.start for a, b in itertools.pairwise(hits)) >= 0.2 - SLACK
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("block", "expected", "lint"),
     [
@@ -770,6 +773,7 @@ def test_urls_given_instead_of_a_crawl(tmp_path: Path, env: dict[str, str]) -> N
     assert [r["url"] for r in data["matrix"]] == ["/private/x", f"{site}1/docs"]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -799,6 +803,7 @@ def test_urls_of_another_server_are_refused_before_anything_is_sent(tmp_path: Pa
         audit("gopher://127.0.0.1:9/", urls=["x"])
 
 
+@pytest.mark.quick
 def test_every_rule_quotes_its_words() -> None:
     """Each check names its document and section and carries words; the severity follows them:
     an error's words hold MUST, SHALL or PROHIBITED, a warning's SHOULD, RECOMMENDED or should,

@@ -17,6 +17,8 @@ from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untype
 
 from manners.crawl.warc import REVISIT_PROFILE, WarcWriter, digest
 
+pytestmark = pytest.mark.quick
+
 # Some bytes standing in for a certificate: the writer does not read them.
 DER = bytes(range(256)) * 3
 PEM = ssl.DER_cert_to_PEM_cert(DER).encode("ascii")
