@@ -43,8 +43,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _has_functions(path: Path) -> bool:
+    """Whether the module defines a function with a body: a Protocol's stubs (a docstring, ``...``)
+    are never called, so a module of them counts as one without functions."""
     tree = ast.parse(path.read_bytes(), str(path))
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in ast.walk(tree))
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not all(_stub(s) for s in node.body)
+        for node in ast.walk(tree)
+    )
+
+
+def _stub(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Pass) or (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+    )
 
 
 def package_modules() -> dict[str, bool]:

@@ -72,6 +72,7 @@ def lock_held(cache: str, key: str) -> bool:
             return False
 
 
+@pytest.mark.serial  # a time bound
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_a_worker_killed_holding_the_fetch_lock(kind: str, cache_url: Callable[[str], str]) -> None:
     cache = cache_url(kind)
@@ -167,6 +168,7 @@ def test_store_rejects_nothing_it_wrote(tmp_path: Path) -> None:
     assert os.path.exists(tmp_path / "x.db")
 
 
+@pytest.mark.serial  # a time bound
 def test_a_sqlite_read_does_not_wait_for_another_process_writing(tmp_path: Path) -> None:
     """In WAL mode a reader needs no lock: a policy is read while another worker holds the write lock."""
     path = tmp_path / "c.sqlite3"

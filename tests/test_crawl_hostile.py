@@ -777,6 +777,7 @@ def test_a_url_over_1024_bytes_is_never_queued(tmp_path: Path) -> None:
     assert not [u for u in frontier_urls(out) if len(u) > 1024]
 
 
+@pytest.mark.serial  # a time bound
 def test_a_huge_page_stalls_no_other_host(tmp_path: Path) -> None:
     out = tmp_path / "out"
     delay = 0.2

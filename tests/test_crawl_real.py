@@ -181,6 +181,7 @@ def test_http_seed_is_one_sentence_and_exit_2(tmp_path: Path, capsys: pytest.Cap
         ("silent", "gopher"),
     ],
 )
+@pytest.mark.serial  # a time bound
 def test_fault_servers_cannot_hold_a_request(fault: str, scheme: str) -> None:
     with fault_server(fault, scheme, interval=0.2) as server:  # type: ignore[arg-type]
 

@@ -42,7 +42,7 @@ import servers
 from proxy import logging_proxy
 from test_cli_json import agrees
 
-pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+pytestmark = pytest.mark.serial  # asserts how long things take: one worker
 
 AGENT = "testbot"
 MIN, MAX, ROBOTS_AGE = 1.0, 4.0, 3.0

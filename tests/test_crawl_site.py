@@ -143,6 +143,7 @@ def test_benchmark_capsule_on_many_ports(tmp_path: Path) -> None:
             assert b"=> gemini://localhost:" in answer
 
 
+@pytest.mark.serial  # a time bound
 @pytest.mark.parametrize("scheme", ["gemini", "gopher"])
 def test_fault_servers(scheme: str) -> None:
     def talk(port: int, url: bytes, limit: float) -> tuple[bytes, float]:

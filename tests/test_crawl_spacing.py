@@ -16,7 +16,7 @@ import pytest
 from proxy import logging_proxy
 from servers import gophernicus, jetforce_hosts
 
-pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+pytestmark = pytest.mark.serial  # asserts how long things take: one worker
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}

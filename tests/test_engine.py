@@ -40,7 +40,7 @@ def test_one_parsed_file_answers_many_threads_alike() -> None:
     assert expected.count(False) == 100
 
 
-@pytest.mark.xdist_group("timing")  # a time limit
+@pytest.mark.serial  # a time limit
 def test_four_hundred_stars_against_a_long_path_stay_linear() -> None:
     robots = manners.parse("User-agent: *\nDisallow: /" + "*a" * 400 + "x$\n", "google")
     path = "/" + "a" * 20_000

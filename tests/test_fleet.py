@@ -34,7 +34,7 @@ from slow_hole import Hole, slow_hole
 from test_cli_json import agrees
 from test_crawl_real import warc_responses as responses_in
 
-pytestmark = pytest.mark.xdist_group("fleet")  # workers kept alive across Redis outages, timed by leases
+pytestmark = pytest.mark.serial  # workers kept alive across Redis outages, timed by leases
 
 AGENT = "testbot"
 DELAY = 0.2  # --min-delay

@@ -49,7 +49,7 @@ from test_fleet import (
 )
 from test_fleet_status import status
 
-pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+pytestmark = pytest.mark.serial  # asserts how long things take: one worker
 
 POLITE = {"gophernicus": [], "pygopherd": [], "gemini": []}
 

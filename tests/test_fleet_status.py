@@ -27,7 +27,7 @@ from slow_hole import slow_hole
 from test_cli_json import agrees
 from test_fleet import ENV, at_work, finish, identity_kept, pages, settled, start, wait_for, worker
 
-pytestmark = pytest.mark.xdist_group("fleet")  # workers kept alive across Redis outages, timed by leases
+pytestmark = pytest.mark.serial  # workers kept alive across Redis outages, timed by leases
 
 
 def status(frontier: str, name: str, *json_out: str) -> subprocess.CompletedProcess[str]:

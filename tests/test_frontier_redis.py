@@ -498,7 +498,7 @@ def test_a_worker_holding_a_host_lets_go_when_told_though_redis_py_loses_cancell
     with_frontiers(test, fleet)
 
 
-@pytest.mark.xdist_group("timing")  # last_seen to within 0.5 s
+@pytest.mark.serial  # last_seen to within 0.5 s
 def test_workers_leave_heartbeats_and_the_silent_ones_are_forgotten(
     fleet: Callable[[], RedisFrontier], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -676,7 +676,7 @@ async def _beside_heartbeat(work: Callable[[], Awaitable[T]]) -> tuple[T, float]
 FIVE_MIB = 5 * 1024 * 1024
 
 
-@pytest.mark.xdist_group("timing")  # measures how long the loop is held
+@pytest.mark.serial  # measures how long the loop is held
 def test_async_gemtext_holds_the_loop_briefly() -> None:
     text = "=> /x\n" * (FIVE_MIB // 6) + "".join(f"=> caf\u00e9{i}\n" for i in range(3000))
     found, gap = max_gap(lambda: gemtext_links_async(text, "gemini://h/"))
@@ -685,7 +685,7 @@ def test_async_gemtext_holds_the_loop_briefly() -> None:
     assert gap < 0.1
 
 
-@pytest.mark.xdist_group("timing")  # measures how long the loop is held
+@pytest.mark.serial  # measures how long the loop is held
 def test_async_menu_holds_the_loop_briefly() -> None:
     line = b"0A file with a longer display\t/dir/file-%d.txt\thole.example\t70\r\n"
     body = b"".join(line % i for i in range(FIVE_MIB // len(line)))

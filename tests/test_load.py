@@ -21,7 +21,7 @@ import pytest
 import manners
 from sites import Site, sites
 
-pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+pytestmark = pytest.mark.serial  # asserts how long things take: one worker
 
 HOSTS, PER_HOST, SPACING = 100, 100, 0.05
 IMPLIED = (PER_HOST - 1) * SPACING  # the last host's last slot, when every host starts at once

@@ -33,7 +33,7 @@ from manners.cache.entry import CLOCK_TOLERANCE, Entry, expires, is_fresh
 from manners.crawl.frontier import Visit, open_frontier
 from test_crawl_revisit import AGENT, ENV, records, wait_for, write_tree
 
-pytestmark = pytest.mark.xdist_group("timing")  # asserts how long things take: one worker
+pytestmark = pytest.mark.serial  # asserts how long things take: one worker
 
 AHEAD = 2 * 3600.0  # the clock that ran ahead
 

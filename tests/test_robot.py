@@ -207,6 +207,7 @@ def test_an_unreasonable_delay_is_capped_and_reported(
     assert "31536000" in caplog.text and "capped" in caplog.text
 
 
+@pytest.mark.serial  # a time bound
 def test_a_failed_refetch_answers_from_the_last_copy(tmp_path: Path) -> None:
     cache = f"sqlite://{tmp_path / 'c.sqlite3'}"
     with sites(["User-agent: *\nDisallow: /kept\n"], tmp_path / "www") as (site,):

@@ -296,6 +296,7 @@ def test_the_command_line_escapes_what_the_server_sent(env: dict[str, str]) -> N
 # -- deadlines --------------------------------------------------------------------------------
 
 
+@pytest.mark.serial  # a time bound
 def test_a_server_that_never_answers_is_unreachable_in_one_timeout(env: dict[str, str]) -> None:
     with fault_server("silent", "gopher") as server:
         start = time.monotonic()
@@ -312,6 +313,7 @@ def test_a_server_that_never_answers_is_unreachable_in_one_timeout(env: dict[str
     assert (data["reachable"], data["robots_txt"]["network_error"]) == (False, "connection-refused")
 
 
+@pytest.mark.serial  # a time bound
 def test_a_server_that_stops_answering_costs_two_timeouts() -> None:
     """robots.txt is answered, then nothing: two requests wait their timeout, the rest are not sent,
     and no sample is crawled."""

@@ -18,6 +18,8 @@ sys.path.insert(0, str(BENCH))
 from space_checks import Crawl, Request, check, plan  # noqa: E402
 from space_model import Host, Space, build, scale_delays  # noqa: E402
 
+pytestmark = pytest.mark.serial  # time bounds
+
 CRAWL = Crawl(min_delay=0.02, backoff=1.2, attempts=4)
 
 

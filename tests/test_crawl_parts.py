@@ -1,0 +1,77 @@
+"""Parts of the crawler tested in this process, fast (all in the quick tier): a revisit's next
+due time (``visits``), a fleet's frontier waited for through an outage (``patient_frontier``),
+and a real Redis's settings judged (``redis_durability``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from manners.crawl.frontier import FrontierError, Lease, open_frontier
+from manners.crawl.page import Page
+from manners.crawl.patient_frontier import Patient
+from manners.crawl.redis_durability import durability
+from manners.crawl.visits import Visiting, next_visit, same_refusal
+from servers import redis_server
+
+pytestmark = pytest.mark.quick
+
+URL = "gemini://a.example/p.gmi"
+
+
+def test_an_unchanged_page_is_asked_again_after_twice_its_interval_counted_from_its_request() -> None:
+    lease = Lease(URL, 0, 0, None, 0, visits=2, interval=10.0, digest="d", capture_at=1.0)
+    page = Page(URL, "fetched", 0, 120.0, status=20)
+    visit = next_visit(lease, page, Visiting(started=100.0, capture=("d", 1.0, False)), 120.0,
+                       min_delay=1.0, revisit_min=10.0, revisit_max=1000.0)  # fmt: skip
+    assert (visit.number, visit.interval, visit.due, visit.changed) == (3, 20.0, 120.0, False)
+    changed = next_visit(lease, page, Visiting(started=100.0, capture=("e", 2.0, True)), 120.0,
+                         min_delay=1.0, revisit_min=10.0, revisit_max=1000.0)  # fmt: skip
+    assert (changed.interval, changed.due, changed.digest) == (10.0, 110.0, "e")
+
+
+def test_a_refusal_is_remembered_so_the_same_refusal_is_known_next_time() -> None:
+    first = Lease(URL, 0, 0, None, 0)
+    page = Page(URL, "disallowed", 0, 50.0)
+    visit = next_visit(first, page, Visiting(), 50.0, min_delay=5.0, revisit_min=10.0, revisit_max=100.0)
+    assert visit.due == 55.0  # no robots.txt expiry known: after the minimum delay
+    again = Lease(URL, 0, 0, None, 0, visits=1, digest=visit.digest)
+    assert same_refusal(again, page)
+    assert not same_refusal(Lease(URL, 0, 0, None, 0, visits=1, digest="other"), page)
+
+
+def test_a_frontier_away_for_a_moment_is_waited_for_and_one_away_too_long_is_given_up(tmp_path: Path) -> None:
+    async def test() -> None:
+        inner = open_frontier(tmp_path / "frontier.sqlite3")
+        real, failures = inner.counts, [FrontierError("away"), FrontierError("away")]
+
+        async def flaky() -> dict[str, int]:
+            if failures:
+                raise failures.pop()
+            return await real()
+
+        inner.counts = flaky  # type: ignore[method-assign]
+        patient = Patient(inner, patience=30.0)
+        try:
+            assert (await patient.counts())["queued"] == 0  # two failures waited out
+            failures.extend(FrontierError("away") for _ in range(1000))
+            patient.patience = 0.3
+            with pytest.raises(FrontierError):
+                await patient.counts()
+            with pytest.raises(FrontierError):  # given up: at once from then on
+                await asyncio.wait_for(patient.counts(), 0.2)
+        finally:
+            await inner.close()
+
+    asyncio.run(test())
+
+
+def test_a_redis_keeping_its_data_passes_and_one_keeping_nothing_is_refused(redis_port: int) -> None:
+    where, found = durability(f"redis://127.0.0.1:{redis_port}/0")
+    assert str(redis_port) in where and not [f for f in found if f.refuse]
+    with redis_server(extra=["--appendonly", "no"]) as port:
+        _, found = durability(f"redis://127.0.0.1:{port}/0")
+    assert [f.setting for f in found if f.refuse] and all("appendonly" in f.setting or "save" in f.setting
+                                                          for f in found if f.refuse)  # fmt: skip
