@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -85,12 +86,38 @@ class ServerFailed(RuntimeError):
     """A server did not start (missing executable, early exit, or no listening port in time)."""
 
 
+def _port_range() -> range:
+    """Where this process looks for ports: below the kernel's ephemeral range (so no outgoing
+    connection takes a port between our asking and a server's binding it), a slice of its own
+    for each pytest-xdist worker (so parallel workers never hand out the same port)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    slot = int(worker) % 8 if worker.isdigit() else 0
+    width = max((low - 10000) // 8, 100)
+    start = 10000 + slot * width
+    return range(start, start + width)
+
+
+_PORTS = _port_range()
+_next_port = [random.randrange(len(_PORTS))]
+
+
 def free_port() -> int:
-    """An unused TCP port on 127.0.0.1 (free when asked; the kernel may hand it out again later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """An unused TCP port on 127.0.0.1, from this process's own range (``_port_range``), taken in
+    turn so a port just given up is not handed out again at once."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[_next_port[0] % len(_PORTS)]
+        _next_port[0] += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port in {_PORTS}")
 
 
 def group_members(pgid: int) -> list[int]:
