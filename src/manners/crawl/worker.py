@@ -1,9 +1,12 @@
 """One worker's run: the dispatcher, one task per authority, and the upkeep of its leases.
 
-The dispatcher asks the frontier for ready authorities and works ``concurrency`` of them at once,
-each by one task that leases its URLs one by one, asks the robot, waits its turn (``pacing``),
-fetches, and settles the URL: WARC first, then the pages file, then the frontier (``archive``),
-so a kill at any instant costs at most the pages in flight.  What an answer comes to is
+The dispatcher asks the frontier for ready authorities, the biggest first, and works every one
+of them at once (``inflight.hosts_at_once``), each by one task that leases its URLs one by one,
+asks the robot, waits its turn (``pacing``), fetches, and settles the URL; ``concurrency``
+counts the requests on the wire, not the hosts waiting for their turn (``inflight``), so no
+host with work waits past its slot behind another's delay.  The URL is settled: WARC first,
+then the pages file, then the frontier (``archive``), so a kill at any instant costs at most
+the pages in flight.  What an answer comes to is
 ``answers``' to say; this module does it.  Meanwhile the worker renews its leases, gives back
 a dead worker's once expired, and beats its heart (``manners crawl status``).
 
@@ -41,6 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
+from .inflight import fit_descriptors, hosts_at_once
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -120,6 +124,14 @@ class Worker:
         self._quiet: dict[str, Page] = {}  # a revisiting crawl: refusals decided again as before, not yielded
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
+        self._requests: asyncio.Semaphore | None = None  # the requests in flight (_gate)
+
+    def _gate(self) -> asyncio.Semaphore:
+        """What a request holds while it is on the wire: ``concurrency`` of them at once (fewer if
+        the process cannot open that many sockets: ``inflight.fit_descriptors``)."""
+        if self._requests is None:
+            self._requests = asyncio.Semaphore(fit_descriptors(self.concurrency))
+        return self._requests
 
     # -- the run --------------------------------------------------------------------------
 
@@ -157,7 +169,7 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                free = self.concurrency - len(active)
+                free = hosts_at_once(self.concurrency, self.shared) - len(active)
                 if free > 0:
                     ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
                     for auth in ready:
@@ -165,15 +177,16 @@ class Worker:
                         active[auth] = task
                         task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
-                pause = 0.1
-                if not active:
-                    at = await self.frontier.next_ready_at(self._full)
-                    if at is None or (at > now + self.max_delay and not self.revisit):
-                        await self._refresh_counts()
-                        if not self.stats.in_flight:
-                            break  # nothing left but hosts parked for longer than max_delay
-                        at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                    pause = min(max(at - now, 0.005), 0.5)
+                # looked at again when the next host not at work is due (a parked one's retry
+                # comes at its slot), when a worker ends, or when links are queued
+                at = await self.frontier.next_ready_at(set(active) | self._full)
+                if not active and (at is None or (at > now + self.max_delay and not self.revisit)):
+                    await self._refresh_counts()
+                    if not self.stats.in_flight:
+                        break  # nothing left but hosts parked for longer than max_delay
+                    at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
+                longest = 0.1 if active else 0.5  # a fleet's other workers queue links unseen here
+                pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
@@ -452,7 +465,16 @@ class Worker:
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
         honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
+        async with self._gate():  # a request on the wire: one of ``concurrency``
+            return await self._request(auth, lease, decision, spacing, honoured)
+
+    async def _request(
+        self, auth: str, lease: Lease, decision: RobotDecision, spacing: float, honoured: float | None
+    ) -> bool:
+        """Send the request its turn came for, and do what its answer comes to."""
+        url = lease.url
         self.stats.requests += 1
+        visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
         self.ledger.note(
