@@ -58,6 +58,7 @@ log = logging.getLogger("manners.crawl")
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 _Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether it had links
@@ -191,6 +192,8 @@ class Worker:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
+                if (soon := LOOK_EVERY - (time.time() - now)) > 0:  # each look walks the hosts at work
+                    await asyncio.sleep(soon)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
         except CrawlLost as exc:  # the frontier forgot the crawl: nothing of it can be trusted to end it
