@@ -73,3 +73,17 @@ def test_big_hosts_are_worked_from_the_start_and_a_parked_host_is_retried_at_its
     tries = sorted(r["t"] for r in ledger if r["authority"] == f"gemini://{dead}" and r["kind"] == "robots")
     assert len(tries) == 2, tries
     assert BACKOFF - 0.05 <= tries[1] - tries[0] < BACKOFF + 0.3, tries[1] - tries[0]
+
+
+def test_max_pages_holds_with_every_host_at_work_at_once(tmp_path: Path) -> None:
+    """Every ready host is leased from at once: together they request no more than --max-pages."""
+    roots = [capsule(tmp_path / f"c{i}", 3) for i in range(8)]
+    with jetforce_hosts(roots) as jet:
+        seeds = [f"gemini://localhost:{port}/" for port in jet.public_ports]
+        cmd = [sys.executable, "-m", "manners", "crawl", *seeds, "--agent", "testbot", "--out",
+               str(tmp_path / "out"), "--allow-private", "--min-delay", "0.05", "--max-pages", "3",
+               "--timeout", "5", "--cache", "memory", "--json", "--no-warc"]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        assert done.returncode == 0, done.stderr
+        pages = [a.url for a in jet.accesses() if not a.url.endswith("/robots.txt")]
+    assert len(pages) == 3, pages

@@ -126,6 +126,7 @@ class Worker:
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
         self._requests: asyncio.Semaphore | None = None  # the requests in flight (_gate)
+        self._asking = 0  # leases being asked for, each a page reserved against --max-pages
 
     def _gate(self) -> asyncio.Semaphore:
         """What a request holds while it is on the wire: ``concurrency`` of them at once (fewer if
@@ -306,8 +307,9 @@ class Worker:
         await cancelled(*pending)
         await self.frontier.recover(self.owner)  # the cancelled ones' leases: queued again
 
-    def _limit_reached(self) -> bool:
-        return self.max_pages is not None and self._pages + self._reserved >= self.max_pages
+    def _limit_reached(self, asking: int = 0) -> bool:
+        """--max-pages reached by the pages requested and those leased (and ``asking``: being leased)."""
+        return self.max_pages is not None and self._pages + self._reserved + asking >= self.max_pages
 
     async def _refresh_counts(self) -> None:
         self._counted = time.monotonic()
@@ -349,12 +351,18 @@ class Worker:
                     if await self.frontier.host_done(auth) >= self.max_per_host:
                         self._full.add(auth)
                         break
-                if self._limit_reached() and not self.revisit:
+                if self._limit_reached(self._asking) and not self.revisit:
                     break
-                asked = self.frontier.lease(auth, self.owner, self.lease)
-                await self._confirm(settling)
-                settling = None
-                lease = await asked
+                # a page reserved while its lease is asked for: the hosts at work together (every
+                # ready one) lease no more than --max-pages allows
+                self._asking += 1
+                try:
+                    asked = self.frontier.lease(auth, self.owner, self.lease)
+                    await self._confirm(settling)
+                    settling = None
+                    lease = await asked
+                finally:
+                    self._asking -= 1
                 if lease is None:
                     break
                 # caps.txt is no page: --max-pages skips it; nor is a revisit a new page
