@@ -129,8 +129,9 @@ class Worker:
         self._asking = 0  # leases being asked for, each a page reserved against --max-pages
 
     def _gate(self) -> asyncio.Semaphore:
-        """What a request holds while it is on the wire: ``concurrency`` of them at once (fewer if
-        the process cannot open that many sockets: ``inflight.fit_descriptors``)."""
+        """What a request holds from when it leaves to when its answer is settled: ``concurrency``
+        of them at once (fewer if the process cannot open that many sockets:
+        ``inflight.fit_descriptors``).  A host waiting for its turn holds none."""
         if self._requests is None:
             self._requests = asyncio.Semaphore(fit_descriptors(self.concurrency))
         return self._requests
