@@ -477,13 +477,16 @@ class Worker:
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
         honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
-        async with self._gate():  # a request on the wire: one of ``concurrency``
-            return await self._request(auth, lease, decision, spacing, honoured)
+        gate = self._gate()
+        late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
+        async with gate:  # a request on the wire: one of ``concurrency``
+            return await self._request(auth, lease, decision, spacing, honoured, late)
 
-    async def _request(
-        self, auth: str, lease: Lease, decision: RobotDecision, spacing: float, honoured: float | None
-    ) -> bool:
-        """Send the request its turn came for, and do what its answer comes to."""
+    async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
+                       honoured: float | None, late: bool) -> bool:  # fmt: skip
+        """Send the request its turn came for, and do what its answer comes to.  ``late``: it
+        waited after its slot was claimed, so its start is stamped again once it is on record:
+        the next request is spaced from the ledger's line too, even if no connection is made."""
         url = lease.url
         self.stats.requests += 1
         visiting = self._visiting.get(url)
@@ -492,6 +495,8 @@ class Worker:
         self.ledger.note(
             url, "caps" if answers.is_caps(url) else "page", lease.token or None, spacing, honoured
         )
+        if late:
+            await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self.pacing.holding(auth, spacing) as connected:
             if url.startswith("gemini:"):
