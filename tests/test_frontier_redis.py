@@ -179,6 +179,25 @@ def test_a_parked_authority_leases_nothing_until_its_time(opener: Opener) -> Non
     with_frontiers(test, opener)
 
 
+def test_ready_authorities_start_with_the_most_queued(opener: Opener) -> None:
+    """A crawl lasts as long as its biggest host: the hosts with the most work queued come first
+    (issue 33: they were started in the order they were added), the least recently leased among equals."""
+
+    async def test(f: Frontier) -> None:
+        for name, n in (("a", 1), ("b", 5), ("c", 3)):
+            await f.add_many([f"gemini://{name}.example/{i}" for i in range(n)], 0)
+        assert await f.ready_authorities(time.time(), (), 10) == [B, C, A]
+        assert await f.ready_authorities(time.time(), (), 2) == [B, C]
+        assert await f.ready_authorities(time.time(), [B], 1) == [C]
+        for _ in range(3):  # b down to 2 queued: c (3) first now
+            lease = await f.lease(B, "me", 60)
+            assert lease is not None
+            await f.done(lease.url, "fetched")
+        assert await f.ready_authorities(time.time(), (), 10) == [C, B, A]
+
+    with_frontiers(test, opener)
+
+
 def test_ready_authorities_take_turns_and_skip_busy_ones(opener: Opener) -> None:
     async def test(f: Frontier) -> None:
         for name in ("a", "b", "c"):

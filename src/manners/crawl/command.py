@@ -175,7 +175,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="a host asking for a longer wait is parked, not waited for (default: 300)",
     )
-    p.add_argument("--concurrency", type=positive, metavar="N", help="hosts at once (default: 16)")
+    p.add_argument(
+        "--concurrency",
+        type=positive,
+        metavar="N",
+        help="requests on the wire at once; every host with work is worked at once (default: 16)",
+    )
     p.add_argument(
         "--scope",
         choices=("seeds", "any"),

@@ -1,6 +1,7 @@
 """The crawler: a frontier on disk, robots.txt before every request, one request at a time per host.
 
-Authorities are worked in parallel (``concurrency`` of them at once), each by one task that
+Authorities are worked in parallel (every ready one, the biggest first, ``concurrency``
+requests on the wire at once), each by one task that
 leases its URLs one by one from the frontier, asks the robot, waits its turn, fetches, and
 settles the URL: WARC first, then ``pages.jsonl``, then the frontier, so a kill at any
 instant costs at most the pages in flight.  What a reply *means* lives in the pure modules
@@ -74,11 +75,13 @@ class Crawler(Worker):
     differently, the crawl refuses to start (``CrawlMismatch``): a robot never changes its
     manners mid-crawl.  Limits count over the whole crawl, this run and the ones before.
 
-    ``concurrency`` is the number of authorities worked at once; each gets one request at a
-    time, spaced as its robots.txt and ``min_delay`` ask.  A host that asks for more than
-    ``max_delay`` seconds is parked: recorded, and left alone.  A host whose robots.txt cannot
-    be read is parked too, and robots.txt tried again ``robots_backoff`` seconds later
-    (doubling), ``robots_attempts`` times in all, before its URLs are settled as errors.
+    ``concurrency`` is the number of requests on the wire at once; every host with work is
+    worked at once, the biggest first, each one request at a time, spaced as its robots.txt
+    and ``min_delay`` ask (a host waiting for its turn takes no share of ``concurrency``).  A
+    host that asks for more than ``max_delay`` seconds is parked: recorded, and left alone.  A
+    host whose robots.txt cannot be read is parked too, and robots.txt tried again
+    ``robots_backoff`` seconds later (doubling), ``robots_attempts`` times in all, before its
+    URLs are settled as errors.
 
     Only public unicast addresses, and the exact host and port of each seed, are connected
     to; ``allow_private`` (True, or a list of networks) widens that for a lab.
@@ -416,8 +419,10 @@ class Crawler(Worker):
             self._rotating = asyncio.ensure_future(rotate())
 
     async def _fetch_robots(self, location: str) -> FetchResult:
-        """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``)."""
-        return await self.pacing.fetch_robots(location, self.robot)
+        """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
+        one of the requests in flight (``concurrency``) while it runs."""
+        async with self._gate():
+            return await self.pacing.fetch_robots(location, self.robot)
 
 
 def patience(lease: float) -> float:

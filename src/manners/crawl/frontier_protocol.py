@@ -40,7 +40,8 @@ class Frontier(Protocol):
     async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
         """Authorities with a URL ready at ``now``, not parked, not in ``exclude``.
 
-        Least recently leased first, so every authority gets its turn."""
+        The most queued first (a crawl lasts as long as its biggest host, so those start first),
+        then the least recently leased, so every authority gets its turn."""
         ...
 
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:

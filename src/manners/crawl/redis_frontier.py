@@ -400,14 +400,19 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
-        """Least recently leased first (on the server's clock: turns of all the fleet's leases);
-        each shard gives its first ``limit`` (plus its excluded ones), merged here."""
+        """Most queued first, then least recently leased (on the server's clock: turns of all the
+        fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
+        ones), merged here."""
         if limit <= 0:
             return []
         skip = set(exclude)
         found = await self._each_shard(self._ready, now, last=[limit + n for n in per_shard(skip)])
-        turns = sorted((float(t), name) for flat in found for name, t in pairs_of(flat))
-        return [name for _, name in turns if name not in skip][:limit]
+        turns = sorted(
+            (-int(size), float(t), name)
+            for flat in found
+            for name, t, size in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
+        )
+        return [name for _, _, name in turns if name not in skip][:limit]
 
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         skip = set(exclude)

@@ -389,19 +389,21 @@ return out
 """
 
 # ARGV: prefix, now, want.  The first ``want`` authorities ready at ``now`` in turn order, with
-# their turns: a walk over ``turn`` that skips those not due yet, as SQLite walks its index.
+# their turns and how many URLs each has queued (the caller starts the biggest first): a walk
+# over ``turn`` that skips those not due yet, as SQLite walks its index.
 READY = """
 alive()
 local now, want = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, start, step = {}, 0, want
-while #out < 2 * want do
+while #out < 3 * want do
   local chunk = redis.call('ZRANGE', P .. 'turn', start, start + step - 1, 'WITHSCORES')
   if #chunk == 0 then break end
   for i = 1, #chunk, 2 do
     local due = redis.call('ZSCORE', P .. 'due', chunk[i])
-    if due and tonumber(due) <= now and #out < 2 * want then
+    if due and tonumber(due) <= now and #out < 3 * want then
       out[#out + 1] = chunk[i]
       out[#out + 1] = chunk[i + 1]
+      out[#out + 1] = redis.call('ZCARD', key('q', chunk[i]))
     end
   end
   start, step = start + step, step * 2

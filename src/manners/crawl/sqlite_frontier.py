@@ -14,7 +14,8 @@ SQLite cache.
 Hot paths are indexed: a partial index over queued URLs by (authority, not_before, id) makes
 leasing O(log n), and a per-authority row carrying its queue length, the earliest time one of
 its URLs is ready (``eligible_at``, parks included) and when it was last leased makes
-``ready_authorities`` a walk over an index in least-recently-leased order.  Nothing of the URL
+``ready_authorities`` a walk over an index, most queued first (a crawl lasts as long as its
+biggest host: those start first), then least recently leased.  Nothing of the URL
 set is kept in Python, so memory stays bounded whatever the crawl's size.
 
 The tables and their migration are ``sqlite_schema``'s; the values handed out (``Lease``,
@@ -277,7 +278,8 @@ class SQLiteFrontier:
             return []
         skip = set(exclude)
         rows = self._db.execute(
-            "SELECT authority FROM authorities WHERE eligible_at <= ? ORDER BY last_leased LIMIT ?",
+            "SELECT authority FROM authorities INDEXED BY authorities_size"
+            " WHERE eligible_at IS NOT NULL AND eligible_at <= ? ORDER BY queued DESC, last_leased LIMIT ?",
             (now, limit + len(skip)),
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]

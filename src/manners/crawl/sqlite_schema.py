@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS authorities (
 );
 CREATE INDEX IF NOT EXISTS authorities_turn ON authorities (last_leased) WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_eligible ON authorities (eligible_at) WHERE eligible_at IS NOT NULL;
+-- the ready order: most queued first (the biggest hosts bound a crawl), then least recently leased
+CREATE INDEX IF NOT EXISTS authorities_size ON authorities (queued DESC, last_leased)
+    WHERE eligible_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS authorities_parked ON authorities (parked_until) WHERE parked_until > 0;
 CREATE TABLE IF NOT EXISTS outcomes (outcome TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

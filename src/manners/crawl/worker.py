@@ -1,9 +1,12 @@
 """One worker's run: the dispatcher, one task per authority, and the upkeep of its leases.
 
-The dispatcher asks the frontier for ready authorities and works ``concurrency`` of them at once,
-each by one task that leases its URLs one by one, asks the robot, waits its turn (``pacing``),
-fetches, and settles the URL: WARC first, then the pages file, then the frontier (``archive``),
-so a kill at any instant costs at most the pages in flight.  What an answer comes to is
+The dispatcher asks the frontier for ready authorities, the biggest first, and works every one
+of them at once (``inflight.hosts_at_once``), each by one task that leases its URLs one by one,
+asks the robot, waits its turn (``pacing``), fetches, and settles the URL; ``concurrency``
+counts the requests on the wire, not the hosts waiting for their turn (``inflight``), so no
+host with work waits past its slot behind another's delay.  The URL is settled: WARC first,
+then the pages file, then the frontier (``archive``), so a kill at any instant costs at most
+the pages in flight.  What an answer comes to is
 ``answers``' to say; this module does it.  Meanwhile the worker renews its leases, gives back
 a dead worker's once expired, and beats its heart (``manners crawl status``).
 
@@ -41,6 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
+from .inflight import fit_descriptors, hosts_at_once
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -54,6 +58,7 @@ log = logging.getLogger("manners.crawl")
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 _Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether it had links
@@ -120,6 +125,16 @@ class Worker:
         self._quiet: dict[str, Page] = {}  # a revisiting crawl: refusals decided again as before, not yielded
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
+        self._requests: asyncio.Semaphore | None = None  # the requests in flight (_gate)
+        self._asking = 0  # leases being asked for, each a page reserved against --max-pages
+
+    def _gate(self) -> asyncio.Semaphore:
+        """What a request holds from when it leaves to when its answer is settled: ``concurrency``
+        of them at once (fewer if the process cannot open that many sockets:
+        ``inflight.fit_descriptors``).  A host waiting for its turn holds none."""
+        if self._requests is None:
+            self._requests = asyncio.Semaphore(fit_descriptors(self.concurrency))
+        return self._requests
 
     # -- the run --------------------------------------------------------------------------
 
@@ -157,7 +172,7 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                free = self.concurrency - len(active)
+                free = hosts_at_once(self.concurrency, self.shared) - len(active)
                 if free > 0:
                     ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
                     for auth in ready:
@@ -165,19 +180,22 @@ class Worker:
                         active[auth] = task
                         task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
-                pause = 0.1
-                if not active:
-                    at = await self.frontier.next_ready_at(self._full)
-                    if at is None or (at > now + self.max_delay and not self.revisit):
-                        await self._refresh_counts()
-                        if not self.stats.in_flight:
-                            break  # nothing left but hosts parked for longer than max_delay
-                        at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                    pause = min(max(at - now, 0.005), 0.5)
+                # looked at again when the next host not at work is due (a parked one's retry
+                # comes at its slot), when a worker ends, or when links are queued
+                at = await self.frontier.next_ready_at(set(active) | self._full)
+                if not active and (at is None or (at > now + self.max_delay and not self.revisit)):
+                    await self._refresh_counts()
+                    if not self.stats.in_flight:
+                        break  # nothing left but hosts parked for longer than max_delay
+                    at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
+                longest = 0.1 if active else 0.5  # a fleet's other workers queue links unseen here
+                pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
+                if (soon := LOOK_EVERY - (time.time() - now)) > 0:  # each look walks the hosts at work
+                    await asyncio.sleep(soon)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
         except CrawlLost as exc:  # the frontier forgot the crawl: nothing of it can be trusted to end it
@@ -290,8 +308,9 @@ class Worker:
         await cancelled(*pending)
         await self.frontier.recover(self.owner)  # the cancelled ones' leases: queued again
 
-    def _limit_reached(self) -> bool:
-        return self.max_pages is not None and self._pages + self._reserved >= self.max_pages
+    def _limit_reached(self, asking: int = 0) -> bool:
+        """--max-pages reached by the pages requested and those leased (and ``asking``: being leased)."""
+        return self.max_pages is not None and self._pages + self._reserved + asking >= self.max_pages
 
     async def _refresh_counts(self) -> None:
         self._counted = time.monotonic()
@@ -333,12 +352,18 @@ class Worker:
                     if await self.frontier.host_done(auth) >= self.max_per_host:
                         self._full.add(auth)
                         break
-                if self._limit_reached() and not self.revisit:
+                if self._limit_reached(self._asking) and not self.revisit:
                     break
-                asked = self.frontier.lease(auth, self.owner, self.lease)
-                await self._confirm(settling)
-                settling = None
-                lease = await asked
+                # a page reserved while its lease is asked for: the hosts at work together (every
+                # ready one) lease no more than --max-pages allows
+                self._asking += 1
+                try:
+                    asked = self.frontier.lease(auth, self.owner, self.lease)
+                    await self._confirm(settling)
+                    settling = None
+                    lease = await asked
+                finally:
+                    self._asking -= 1
                 if lease is None:
                     break
                 # caps.txt is no page: --max-pages skips it; nor is a revisit a new page
@@ -452,12 +477,26 @@ class Worker:
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
         honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
+        gate = self._gate()
+        late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
+        async with gate:  # a request on the wire: one of ``concurrency``
+            return await self._request(auth, lease, decision, spacing, honoured, late)
+
+    async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
+                       honoured: float | None, late: bool) -> bool:  # fmt: skip
+        """Send the request its turn came for, and do what its answer comes to.  ``late``: it
+        waited after its slot was claimed, so its start is stamped again once it is on record:
+        the next request is spaced from the ledger's line too, even if no connection is made."""
+        url = lease.url
         self.stats.requests += 1
+        visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
         self.ledger.note(
             url, "caps" if answers.is_caps(url) else "page", lease.token or None, spacing, honoured
         )
+        if late:
+            await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self.pacing.holding(auth, spacing) as connected:
             if url.startswith("gemini:"):

@@ -1,0 +1,73 @@
+"""What ``--concurrency`` counts, and the file descriptors its requests need (issue 33).
+
+Every host with work is worked at once, so the sockets a crawl opens are its requests on the
+wire, not its hosts: the soft RLIMIT_NOFILE is raised towards the hard one when it is too low
+for them, and when even the hard one is, fewer requests go at once, said in one sentence."""
+
+from __future__ import annotations
+
+import logging
+import resource
+
+import pytest
+
+from manners.crawl import inflight
+from manners.crawl.inflight import SPARE_FILES, fit_descriptors, hosts_at_once
+
+
+class Limits:
+    def __init__(self, soft: int, hard: int, settable: bool = True) -> None:
+        self.soft, self.hard, self.settable = soft, hard, settable
+
+    def get(self, which: int) -> tuple[int, int]:
+        assert which == resource.RLIMIT_NOFILE
+        return self.soft, self.hard
+
+    def set(self, which: int, limits: tuple[int, int]) -> None:
+        if not self.settable or limits[0] > self.hard:
+            raise ValueError("not allowed")
+        self.soft = limits[0]
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> Limits:
+    found = Limits(1024, 1024)
+    monkeypatch.setattr(resource, "getrlimit", found.get)
+    monkeypatch.setattr(resource, "setrlimit", found.set)
+    return found
+
+
+def test_within_the_soft_limit_nothing_changes(limits: Limits) -> None:
+    assert fit_descriptors(16) == 16
+    assert limits.soft == 1024
+
+
+def test_the_soft_limit_is_raised_for_the_requests_in_flight(limits: Limits) -> None:
+    limits.hard = 65536
+    assert fit_descriptors(4000) == 4000
+    assert limits.soft == 4000 + SPARE_FILES
+
+
+def test_past_the_hard_limit_fewer_requests_go_at_once_with_a_sentence(
+    limits: Limits, caplog: pytest.LogCaptureFixture
+) -> None:
+    limits.hard = 2048
+    with caplog.at_level(logging.WARNING, logger="manners.crawl"):
+        assert fit_descriptors(4000) == 2048 - SPARE_FILES
+    assert limits.soft == 2048
+    assert caplog.messages == [
+        f"--concurrency 4000 needs {4000 + SPARE_FILES} file descriptors, but this process may open 2048"
+        f" (ulimit -n): {2048 - SPARE_FILES} requests at once"
+    ]
+
+
+def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytest.LogCaptureFixture) -> None:
+    limits.soft, limits.hard, limits.settable = 256, 65536, False
+    with caplog.at_level(logging.WARNING, logger="manners.crawl"):
+        assert fit_descriptors(1000) == 256 - SPARE_FILES
+    assert "--concurrency 1000 needs" in caplog.text
+
+
+def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:
+    assert hosts_at_once(16, shared=False) == inflight.HOSTS_AT_ONCE >= 4000  # the small net's capsules
+    assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST
