@@ -17,7 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from servers import free_port, jetforce_hosts
+
+pytestmark = pytest.mark.serial  # time bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
