@@ -21,7 +21,7 @@ from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
 from . import urls
-from .frontier import Frontier, Lease
+from .frontier import Frontier, FrontierError, Lease
 from .records import Ledger
 from .tasks import cancelled
 
@@ -155,8 +155,17 @@ class Pacing:
         return asyncio.ensure_future(renew())
 
     async def _release(self, auth: str, token: str, spacing: float) -> None:
-        """The hold ``token`` has on ``auth`` let go, its request over: the next is spaced from now."""
-        if not await self.frontier.release_hold(auth, token, spacing):
+        """The hold ``token`` has on ``auth`` let go, its request over: the next is spaced from now.
+
+        Done on the way out, whatever ended the request: a frontier that fails here (unreachable
+        past its patience, or the crawl lost) is the next call's to meet, as the crawl's own
+        calls meet it, and the hold expires on its own meanwhile."""
+        try:
+            kept = await self.frontier.release_hold(auth, token, spacing)
+        except FrontierError as exc:
+            log.debug("the hold on %s was not released: %s", auth, exc)
+            return
+        if not kept:
             log.warning("the hold on %s lapsed before its request ended", auth)
 
     async def fetch_robots(self, location: str, robot: Robot) -> FetchResult:
