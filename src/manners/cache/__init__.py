@@ -21,9 +21,12 @@ from .errors import CacheError, LeaseLost
 # stamped after the connection was made, on a clock read a little later than the wire saw it,
 # and event loops (the crawler's, a server's) wake late by a few milliseconds.
 CLAIM_MARGIN = 0.01
+# Seconds at least between two claims of a worker waiting for a host another request holds.
+HOLD_POLL = 0.01
 
 
 Held = tuple[str, str, float]  # a crawl lease a request is made under: URL, token, seconds it lasts
+Hold = tuple[str, float]  # a host held by one request, fleet-wide: its token, seconds it lasts unless renewed
 
 
 class Slots(Protocol):
@@ -35,9 +38,12 @@ class Slots(Protocol):
 
 
 class HeldSlots(Slots, Protocol):
-    """Slots kept with a crawl's leases (a ``Frontier``): a claim names the lease it acts under."""
+    """Slots kept with a crawl's leases (a ``Frontier``): a claim names the lease it acts under,
+    and may take a hold on the host for the request it starts."""
 
-    def claim(self, key: str, spacing: float, held: Held | None = None) -> Awaitable[float]: ...
+    def claim(
+        self, key: str, spacing: float, held: Held | None = None, hold: Hold | None = None
+    ) -> Awaitable[float]: ...
 
 
 async def take_slot(
@@ -48,6 +54,7 @@ async def take_slot(
     *,
     told: Callable[[], Awaitable[float]] | None = None,
     held: Held | None = None,
+    hold: Hold | None = None,
 ) -> None:
     """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
     before woke late): the one way a request waits for its turn, whoever shares the slots.
@@ -60,8 +67,11 @@ async def take_slot(
     ``held``: (URL, lease token, lease seconds) of the crawl lease the request is made under
     (``slots`` is then a ``HeldSlots``): the claim grants the slot only while that lease is held,
     and extends it, in one atomic step; ``LeaseLost`` when it is not, so no request leaves for a
-    URL another worker may have leased since.  Slots are booked and claimed ``CLAIM_MARGIN``
-    more than a ``spacing`` above 0."""
+    URL another worker may have leased since.  ``hold``: (token, seconds) of a hold on ``key``
+    taken in the same atomic step as the slot (``slots`` is then a ``HeldSlots``): while another
+    token holds ``key`` no claim succeeds, so one request at a time leaves for it, whoever sends
+    it; the caller releases the hold when its request is over.  Slots are booked and claimed
+    ``CLAIM_MARGIN`` more than a ``spacing`` above 0."""
     if spacing > 0:
         spacing += CLAIM_MARGIN  # booked and claimed alike, so a slot on time is claimed at once
     slot = time.monotonic() + await slots.book(key, spacing, max(wait, 0.0))
@@ -72,11 +82,11 @@ async def take_slot(
         if more > 0:
             slot = time.monotonic() + await slots.book(key, spacing, more)
             continue
-        if held is None:
+        if held is None and hold is None:
             late = await slots.claim(key, spacing)
         else:
-            late = await cast(HeldSlots, slots).claim(key, spacing, held)
-            if late < 0:
+            late = await cast(HeldSlots, slots).claim(key, spacing, held, hold)
+            if late < 0 and held is not None:
                 raise LeaseLost(f"the lease on {held[0]} is no longer held: its request was not sent")
         if late <= 0:
             return
@@ -142,9 +152,11 @@ def open_store(cache: str) -> Store:
 
 __all__ = [
     "CLAIM_MARGIN",
+    "HOLD_POLL",
     "CacheError",
     "Entry",
     "Held",
+    "Hold",
     "LeaseLost",
     "Store",
     "default_sqlite_path",

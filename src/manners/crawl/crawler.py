@@ -285,7 +285,7 @@ class Crawler(Worker):
         except OSError as exc:
             raise CrawlFileError(describe(exc, Path(exc.filename or self.out))) from None
         self.archive = Archive(self.pages, self.ledger, self.warc, self.owner, self.warc_size)
-        self.pacing = Pacing(self.frontier, self.ledger, self.shared, self.lease)
+        self.pacing = Pacing(self.frontier, self.ledger, self.shared, self.lease, self.timeout)
         self.known_hosts = self.frontier.known_hosts()
         if self.shared:  # the others are alive: only the leases of the dead, expired, come back
             self.recovered = await self.frontier.reclaim()

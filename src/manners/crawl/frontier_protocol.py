@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Collection, Iterable, MutableMapping
 from typing import Protocol
 
-from ..cache import Held
+from ..cache import Held, Hold
 from .leases import Lease, Revisits, Visit
 
 WORKERS_KEPT = 86400.0  # seconds a silent worker's last heartbeat is kept
@@ -133,12 +133,33 @@ class Frontier(Protocol):
         the crawl, so every worker of a fleet books from the same slots."""
         ...
 
-    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
+    def claim(
+        self, authority: str, spacing: float, held: Held | None = None, hold: Hold | None = None
+    ) -> Awaitable[float]:
         """Start a request to ``authority`` now if the last one started ``spacing`` ago or more.
 
         The cache Store's ``claim``: 0 when claimed, else the seconds still to wait.  ``held``:
         (URL, lease token, lease seconds) of the lease the request is made under, checked in the
-        same atomic step: -1 when it is no longer held (nothing claimed), else it is extended."""
+        same atomic step: -1 when it is no longer held (nothing claimed), else it is extended.
+
+        ``hold``: (token, seconds): the claim also holds ``authority`` for the request it starts,
+        in the same atomic step, until ``release_hold`` (or, its holder dead, until the seconds
+        run out unless ``renew_hold`` extends them).  While another token holds it, no claim
+        naming a hold succeeds: the seconds to wait are answered (the spacing, or what is left of
+        the hold if less, 10 ms at least).  One request at a time per host, fleet-wide, however
+        late a worker's event loop runs."""
+        ...
+
+    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
+        """Extend the hold ``token`` has on ``authority`` to ``ttl`` seconds from now; False (nothing
+        changed) when ``token`` does not hold it (it expired, and may be another's since)."""
+        ...
+
+    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
+        """End the hold ``token`` has on ``authority``, its request over, and in the same atomic
+        step stamp its start now and book its next slot ``spacing`` from now (the frontier's
+        clock): the next request, by any worker, is spaced from when this one ended.  False
+        (nothing changed) when ``token`` does not hold it."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:

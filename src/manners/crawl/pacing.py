@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -19,11 +21,13 @@ from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
 from . import urls
-from .frontier import Frontier, Lease
+from .frontier import Frontier, FrontierError, Lease
 from .records import Ledger
 from .tasks import cancelled
 
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
+HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
+log = logging.getLogger("manners.crawl")
 
 
 class Pacing:
@@ -31,13 +35,18 @@ class Pacing:
 
     ``shared``: the frontier is a fleet's (hosts are held, and a 44 told, for the other workers);
     ``lease``: seconds a lease is extended by when a slot is claimed under it; ``ledger``: where a
-    robots.txt request is written before it leaves."""
+    robots.txt request is written before it leaves; ``timeout``: a request's deadline (a host's
+    hold lasts that and ``HOLD_MARGIN`` unless renewed)."""
 
-    def __init__(self, frontier: Frontier, ledger: Ledger, shared: bool, lease: float) -> None:
+    def __init__(
+        self, frontier: Frontier, ledger: Ledger, shared: bool, lease: float, timeout: float = 30.0
+    ) -> None:
         self.frontier = frontier
         self.ledger = ledger
         self.shared = shared
         self.lease = lease
+        self.hold_for = timeout + HOLD_MARGIN  # seconds a host's hold lasts unless renewed
+        self.handed: dict[str, str] = {}  # authority -> the hold ``turn`` took, until ``holding`` has it
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
 
@@ -60,7 +69,22 @@ class Pacing:
         so on a fleet the frontier is asked once more, when the slot comes, before it is claimed.
 
         ``lease``: the lease the request is made under; the slot is claimed only while it is held
-        (and it is extended in the same step), else LeaseLost and no request leaves."""
+        (and it is extended in the same step), else LeaseLost and no request leaves.
+
+        On a fleet the claim also holds ``auth`` (see ``holding``, which the request is made in
+        and which releases it)."""
+        honoured, token = await self._take(auth, spacing, entry, lease)
+        if token is not None:
+            self.handed[auth] = token
+        return honoured
+
+    async def _take(
+        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
+    ) -> tuple[float | None, str | None]:
+        """``turn``'s work: the end of the wait honoured, and on a fleet the token of the hold taken."""
+        stale = self.handed.pop(auth, None)
+        if stale is not None:  # a turn whose request never began: its hold is let go at once
+            await self.frontier.release_hold(auth, stale, spacing)
         until = self.asked.get(auth, 0.0)
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
@@ -72,86 +96,120 @@ class Pacing:
             return slowed - time.time()
 
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
+        hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
         await take_slot(self.frontier, auth, spacing, until - time.time(), told=told if self.shared else None,
-                        held=held)  # fmt: skip
+                        held=held, hold=hold)  # fmt: skip
+        token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
-            return None
+            return None, token
         self.honoured[auth] = until
         self.asked.pop(auth, None)
-        return until
+        return until, token
 
     @contextlib.asynccontextmanager
     async def holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
         """One request at a time per host, fleet-wide, spaced from when it truly ended.
 
-        Yields the callback the client calls once its connection is made: ``auth``'s start is
-        stamped then (claimed with no spacing), in one process as in a fleet, so the next request
-        is spaced from when this one truly left, not from when its slot was granted (the name
-        lookup, the connection and a busy event loop come in between, and a kill may come
-        before the end).
+        Yields the callback the client calls once its connection is made.  In one process,
+        ``auth``'s start is stamped then (claimed with no spacing), so the next request is spaced
+        from when this one truly left, not from when its slot was granted (the name lookup, the
+        connection and a busy event loop come in between); its one task per host sends the next
+        request only after this one's answer.
 
-        While the request runs and its answer is read, ``auth`` is claimed with no spacing every
-        half spacing (such a claim always succeeds, as if a request started then), and once more
-        at the end, so no other worker's claim succeeds until ``spacing`` after this request is
-        done with: by then a 44 is in the frontier for the next worker to see, and a request
-        that left late (its worker's event loop busy between claim and send) is no closer to the
-        next.  A single process needs none of it: its one task per host sends the next request
-        only after this one's answer."""
-        holder = self.hold(auth, spacing)
+        On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
+        other worker's claim succeeds while it is there.  It is renewed while the request runs
+        and its answer is read (its seconds cover a request's deadline, so a late renewal does
+        not lose it), and released at the end, which stamps ``auth``'s start and next slot then,
+        on the frontier's clock: the next request, by any worker, leaves ``spacing`` after this
+        one is done with, by then a 44 is in the frontier for it to see, and a request that left
+        late (its worker's event loop busy between claim and send) is no closer to the next.  A
+        worker that dies leaves a hold that expires on its own."""
+        token = self.handed.pop(auth, None)
+        renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
 
         def connected() -> None:
-            stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
+            if token is None:
+                stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
 
         try:
             yield connected
         finally:
-            if holder is not None:
-                await cancelled(holder)
+            if renewer is not None:
+                await cancelled(renewer)
             if stamps:
                 await asyncio.wait(stamps)  # its failure is the next call's to meet
-            if holder is not None:
-                await self.frontier.claim(auth, 0.0)
+            if token is not None:
+                await self._release(auth, token, spacing)
 
-    def hold(self, auth: str, spacing: float) -> asyncio.Task[None] | None:
-        """On a fleet, claim ``auth`` with no spacing now and every half spacing, until cancelled."""
-        if not self.shared or spacing <= 0:
-            return None
+    def _renewing(self, auth: str, token: str) -> asyncio.Task[None]:
+        """The hold ``token`` has on ``auth`` renewed every third of its seconds, until cancelled."""
 
-        async def hold() -> None:
+        async def renew() -> None:
             while True:
-                await self.frontier.claim(auth, 0.0)
-                await asyncio.sleep(spacing / 2)
+                await asyncio.sleep(self.hold_for / 3)
+                if not await self.frontier.renew_hold(auth, token, self.hold_for):
+                    log.warning("the hold on %s lapsed while its request ran", auth)
+                    return
 
-        return asyncio.ensure_future(hold())
+        return asyncio.ensure_future(renew())
+
+    async def _release(self, auth: str, token: str, spacing: float) -> None:
+        """The hold ``token`` has on ``auth`` let go, its request over: the next is spaced from now.
+
+        Done on the way out, whatever ended the request: a frontier that fails here (unreachable
+        past its patience, or the crawl lost) is the next call's to meet, as the crawl's own
+        calls meet it, and the hold expires on its own meanwhile."""
+        try:
+            kept = await self.frontier.release_hold(auth, token, spacing)
+        except FrontierError as exc:
+            log.debug("the hold on %s was not released: %s", auth, exc)
+            return
+        if not kept:
+            log.warning("the hold on %s lapsed before its request ended", auth)
 
     async def fetch_robots(self, location: str, robot: Robot) -> FetchResult:
         """robots.txt fetched for the robot as it would fetch it, each request having its turn as a
         page has (the host's spacing as known, else --min-delay; a 44 the fleet was told; on a
         fleet, the host held while it runs) and written to the ledger before it leaves: a Gopher
         server's several selectors and a Gemini redirect's hops are each a request.  Its hosts
-        are claimed once more when it has ended: the next request, often the first page, is
-        spaced from the end of this one, whatever its name lookup took before it left."""
+        are stamped once more when it has ended (on a fleet, by releasing each request's hold
+        once its answer is in): the next request, often the first page, is spaced from the end
+        of this one, whatever its name lookup took before it left."""
         asked: list[str] = []
-        honoured = await self.turn(urls.authority(location), robot.delay(location))
-        holder: asyncio.Task[None] | None = None
+        first, first_spacing = urls.authority(location), robot.delay(location)
+        honoured, token = await self._take(first, first_spacing)
+        current: tuple[str, str, float] | None = None  # the request in flight holding its host
+        renewer: asyncio.Task[None] | None = None
+
+        async def let_go() -> None:
+            nonlocal current, renewer
+            if renewer is not None:
+                await cancelled(renewer)
+                renewer = None
+            if current is not None:
+                held, current = current, None
+                await self._release(*held)
 
         async def before(url: str) -> None:
-            nonlocal honoured, holder
+            nonlocal honoured, token, current, renewer
             auth, spacing = urls.authority(url), robot.delay(url)
-            if holder is not None:  # the one before has had its answer
-                await cancelled(holder)
+            await let_go()  # the one before has had its answer
             if asked:  # the first had its turn before the fetch's deadlines began
-                honoured = await self.turn(auth, spacing)
+                honoured, token = await self._take(auth, spacing)
             asked.append(auth)
             self.ledger.note(url, "robots", None, spacing, honoured)
-            holder = self.hold(auth, spacing)
+            if token is not None:
+                current, token = (auth, token, spacing), None
+                renewer = self._renewing(auth, current[1])
 
         try:
             return await fetch_robots(location, robot.agent, robot.timeout, robot.max_bytes,
                                       spacing=robot.min_delay, before=before)  # fmt: skip
         finally:
-            if holder is not None:
-                await cancelled(holder)
-            for auth in dict.fromkeys(asked):
-                await self.frontier.claim(auth, 0.0)
+            await let_go()
+            if token is not None:  # taken, and no request made under it
+                await self._release(asked[-1] if asked else first, token, first_spacing)
+            if not self.shared:
+                for auth in dict.fromkeys(asked):
+                    await self.frontier.claim(auth, 0.0)

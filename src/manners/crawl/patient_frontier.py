@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, TypeVar
 
-from ..cache import Held
+from ..cache import Held, Hold
 from .frontier_errors import CrawlLost, FrontierError, retrieved
 from .frontier_protocol import Frontier
 from .leases import Lease, Revisits, Visit
@@ -120,10 +120,18 @@ class Patient:
     def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
         return self._call(lambda: self.inner.book(authority, spacing, wait))
 
-    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
-        if held is None:
+    def claim(
+        self, authority: str, spacing: float, held: Held | None = None, hold: Hold | None = None
+    ) -> Awaitable[float]:
+        if held is None and hold is None:
             return self._call(lambda: self.inner.claim(authority, spacing))
-        return self._call(lambda: self.inner.claim(authority, spacing, held))
+        return self._call(lambda: self.inner.claim(authority, spacing, held, hold))
+
+    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.renew_hold(authority, token, ttl))
+
+    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.release_hold(authority, token, spacing))
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
         return self._call(lambda: self.inner.heartbeat(worker, info))

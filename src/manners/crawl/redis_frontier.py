@@ -27,7 +27,8 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 - ``N:{N:k}:outbox``  hash, page URL -> JSON of its links bound for other shards, until queued.
 - ``N:{N:k}:counts``  hash: ``queued``, ``in_flight``, ``done`` and ``o:OUTCOME`` (``o:pages``).
 - ``N:{N:k}:auths``   set of the shard's authorities (walked by ``requeue`` only).
-- ``N:{N:k}:slot:AUTH`` and ``N:{N:k}:start:AUTH``: the request slots of ``book`` and ``claim``.
+- ``N:{N:k}:slot:AUTH`` and ``N:{N:k}:start:AUTH``: the request slots of ``book`` and ``claim``;
+  ``N:{N:k}:hold:AUTH``: the token of the request holding AUTH, expiring on its own.
 - ``N:{N:k}:crawl``   the shard's marker: when the crawl was made (see "A Redis that forgets").
 - ``N:meta``, ``N:hosts`` (certificate fingerprints), ``N:workers`` (heartbeats),
   ``N:layout`` (the shard count the crawl was made with) and ``N:lost`` (why the crawl was
@@ -59,6 +60,13 @@ Fencing: each lease has a token (in ``held``).  A request slot under a lease is 
 script that checks the token and extends the lease in the same step (``claim`` with ``held``), so
 a request leaves only while its lease is held; a settling, a retry or a renewal naming a token no
 longer held changes nothing (``LeaseLost``, or the URL among those renewal reports lost).
+
+Holds: one request at a time per host, fleet-wide.  A claim naming a hold takes ``hold:AUTH``
+(its token, expiring on its own) in the same script as the slot and the lease check; no other
+claim naming a hold succeeds while it is there; ``renew_hold`` extends it while the request runs
+and ``release_hold`` ends it, stamping AUTH's start and next slot on the server's clock in the
+same script, so the next request is spaced from when this one ended.  A stale token renews and
+releases nothing; a dead worker's hold expires.
 
 A Redis that forgets: making a crawl writes a marker in each shard (``N:{N:k}:crawl``, read with
 EXISTS, which leaves its LRU clock alone, so an eviction takes it among the first), and every
@@ -104,7 +112,7 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..cache import Held, LeaseLost
+from ..cache import Held, Hold, LeaseLost
 from ..cache.redis import BOOK, CLAIM
 from . import redis_scripts as lua
 from .frontier_errors import CrawlLost, FrontierError, retrieved
@@ -188,6 +196,7 @@ class RedisFrontier:
         self._held = shard(lua.HELD)
         self._revisit_settled, self._revisits = shard(lua.REVISIT_SETTLED), shard(lua.REVISITS)
         self._claim_held = shard(lua.CLAIM_HELD)
+        self._renew_hold, self._release_hold = shard(lua.RENEW_HOLD), shard(lua.RELEASE_HOLD)
 
     def _mark(self, made: bool, since: float) -> None:
         """The crawl's markers, one per shard (``N:{N:k}:crawl``), written when the crawl is made and
@@ -440,15 +449,27 @@ class RedisFrontier:
         """The next request slot of ``authority``, fleet-wide: the cache Store's ``book``."""
         return float(await self._call(self._book(keys=[self._key("slot", authority)], args=[spacing, wait])))
 
-    async def claim(self, authority: str, spacing: float, held: Held | None = None) -> float:
+    async def claim(
+        self, authority: str, spacing: float, held: Held | None = None, hold: Hold | None = None
+    ) -> float:
         """Start a request to ``authority`` now if allowed: the cache Store's ``claim``.  ``held``:
         (URL, token, ttl) of the lease the request is made under: granted only while it is held,
-        and extended to ``ttl`` in the same script; -1 when it is not."""
-        if held is None:
+        and extended to ``ttl`` in the same script; -1 when it is not.  ``hold``: (token, ttl):
+        granted only while no other token holds ``authority``, and held in the same script."""
+        if held is None and hold is None:
             return float(await self._call(self._claim(keys=[self._key("start", authority)], args=[spacing])))
-        url, token, ttl = held
-        args = (authority, spacing, url, token, ttl)
+        url, token, ttl = held if held is not None else ("", "", 0.0)
+        holder, hold_ttl = hold if hold is not None else ("", 0.0)
+        args = (authority, spacing, url, token, ttl, holder, hold_ttl)
         return float(await self._run(self._claim_held, shard_of(authority), *args))
+
+    async def renew_hold(self, authority: str, token: str, ttl: float) -> bool:
+        """The hold ``token`` has on ``authority`` extended to ``ttl`` s from now (server's clock)."""
+        return bool(await self._run(self._renew_hold, shard_of(authority), authority, token, ttl))
+
+    async def release_hold(self, authority: str, token: str, spacing: float) -> bool:
+        """The hold ``token`` has on ``authority`` ended; its start and next slot stamped (server's clock)."""
+        return bool(await self._run(self._release_hold, shard_of(authority), authority, token, spacing))
 
     # -- figures, workers and memory ----------------------------------------------------------
 

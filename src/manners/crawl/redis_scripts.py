@@ -315,20 +315,59 @@ end
 return gone
 """
 
-# ARGV: prefix, authority, spacing, url, token, ttl.  ``claim`` under a lease: the slot is
-# granted only while ``url`` is in flight under ``token``, and the lease is extended to ``ttl``
-# seconds from now in the same step, so the request leaves with its lease held.  Returns 0
-# when claimed, the seconds left, or -1 when the lease is not held.
+# ARGV: prefix, authority, spacing, url, token, ttl, hold token, hold ttl.  ``claim`` under a
+# lease (url '' for none): the slot is granted only while ``url`` is in flight under ``token``,
+# and the lease is extended to ``ttl`` seconds from now in the same step, so the request leaves
+# with its lease held.  With a hold token (else ''), granted only while no other token holds the
+# authority (``hold:AUTH``, expiring on its own), and the hold is taken in the same step.
+# Returns 0 when claimed, the seconds left (while another holds it: the spacing, or what is left
+# of its hold if less, HOLD_POLL = 10 ms at least), or -1 when the lease is not held.
 CLAIM_HELD = """
 alive()
-if not holds(ARGV[4], ARGV[5]) then return '-1' end
+if ARGV[4] ~= '' and not holds(ARGV[4], ARGV[5]) then return '-1' end
 local now = clock()
 local k, spacing = key('start', ARGV[2]), tonumber(ARGV[3])
+if ARGV[7] ~= '' then
+  local other = redis.call('GET', key('hold', ARGV[2]))
+  if other and other ~= ARGV[7] then
+    local rest = redis.call('PTTL', key('hold', ARGV[2])) / 1000
+    return string.format('%.6f', math.max(math.min(spacing, rest), 0.01))
+  end
+end
 local left = tonumber(redis.call('GET', k) or '0') + spacing - now
 if left > 0 then return string.format('%.6f', left) end
 redis.call('SET', k, string.format('%.6f', now), 'PX', math.ceil(spacing * 1000) + 60000)
-redis.call('ZADD', P .. 'leases', 'XX', score(now + tonumber(ARGV[6])), ARGV[4])
+if ARGV[4] ~= '' then redis.call('ZADD', P .. 'leases', 'XX', score(now + tonumber(ARGV[6])), ARGV[4]) end
+if ARGV[7] ~= '' then
+  redis.call('SET', key('hold', ARGV[2]), ARGV[7], 'PX', math.max(1, math.ceil(tonumber(ARGV[8]) * 1000)))
+end
 return '0'
+"""
+
+# ARGV: prefix, authority, token, ttl.  Extends the hold ``token`` has on the authority to ``ttl``
+# seconds from now: 1, or 0 when it does not hold it (nothing changed).
+RENEW_HOLD = """
+alive()
+if redis.call('GET', key('hold', ARGV[2])) ~= ARGV[3] then return 0 end
+redis.call('PEXPIRE', key('hold', ARGV[2]), math.max(1, math.ceil(tonumber(ARGV[4]) * 1000)))
+return 1
+"""
+
+# ARGV: prefix, authority, token, spacing.  Ends the hold ``token`` has on the authority, its
+# request over, and stamps the authority's start now and its next slot ``spacing`` from now (as
+# ``BOOK`` writes it), on the server's clock: 1, or 0 when ``token`` does not hold it (nothing
+# changed).
+RELEASE_HOLD = """
+alive()
+local a = ARGV[2]
+if redis.call('GET', key('hold', a)) ~= ARGV[3] then return 0 end
+redis.call('DEL', key('hold', a))
+local now, spacing = clock(), tonumber(ARGV[4])
+redis.call('SET', key('start', a), string.format('%.6f', now), 'PX', math.ceil(spacing * 1000) + 60000)
+local next_at = math.max(now + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
+local keep = math.ceil((next_at - now) * 1000) + 60000
+redis.call('SET', key('slot', a), string.format('%.6f', next_at), 'PX', keep)
+return 1
 """
 
 # ARGV: prefix, authority, outcome, HSCAN cursor.  Requeues a batch; returns {cursor, how many}.

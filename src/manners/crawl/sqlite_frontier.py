@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..cache import Held, LeaseLost
+from ..cache import HOLD_POLL, Held, Hold, LeaseLost
 from ..cache.sqlite import SLOTS_SCHEMA, begin_immediate, book_slot, claim_slot, connect, run_transaction
 from .frontier_errors import FrontierError, retrieved
 from .frontier_protocol import WORKERS_KEPT
@@ -326,22 +326,64 @@ class SQLiteFrontier:
     def book(self, authority: str, spacing: float, wait: float = 0.0) -> Awaitable[float]:
         return self._write(lambda db: book_slot(db, authority, spacing, wait))
 
-    def claim(self, authority: str, spacing: float, held: Held | None = None) -> Awaitable[float]:
+    def claim(
+        self, authority: str, spacing: float, held: Held | None = None, hold: Hold | None = None
+    ) -> Awaitable[float]:
         def take(db: sqlite3.Connection) -> float:
-            if held is None:
-                return claim_slot(db, authority, spacing)
-            url, token, ttl = held
-            row = db.execute(
-                "SELECT 1 FROM urls WHERE url = ? AND state = 'in_flight' AND token = ?", (url, token)
-            ).fetchone()
-            if row is None:
-                return -1.0  # the lease is no longer held: no slot
+            if held is not None:
+                url, token, _ = held
+                row = db.execute(
+                    "SELECT 1 FROM urls WHERE url = ? AND state = 'in_flight' AND token = ?", (url, token)
+                ).fetchone()
+                if row is None:
+                    return -1.0  # the lease is no longer held: no slot
+            if hold is not None:
+                now = time.time()
+                row = db.execute(
+                    "SELECT token, until FROM holds WHERE authority = ? AND until > ?", (authority, now)
+                ).fetchone()
+                if row is not None and row[0] != hold[0]:
+                    return max(min(spacing, float(row[1]) - now), HOLD_POLL)  # another request holds it
             left = claim_slot(db, authority, spacing)
-            if left <= 0:
-                db.execute("UPDATE urls SET lease_until = ? WHERE url = ?", (time.time() + ttl, url))
-            return left
+            if left > 0:
+                return left
+            if held is not None:
+                db.execute("UPDATE urls SET lease_until = ? WHERE url = ?", (time.time() + held[2], held[0]))
+            if hold is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO holds VALUES (?, ?, ?)",
+                    (authority, hold[0], time.time() + hold[1]),
+                )
+            return 0.0
 
         return self._write(take)
+
+    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
+        def renew(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            changed = db.execute(
+                "UPDATE holds SET until = ? WHERE authority = ? AND token = ? AND until > ?",
+                (now + ttl, authority, token, now),
+            ).rowcount
+            return changed > 0
+
+        return self._write(renew)
+
+    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
+        def release(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            gone = db.execute(
+                "DELETE FROM holds WHERE authority = ? AND token = ? AND until > ?", (authority, token, now)
+            ).rowcount
+            if not gone:
+                return False
+            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (authority, now))
+            row = db.execute("SELECT next_at FROM slots WHERE key = ?", (authority,)).fetchone()
+            next_at = max(now + spacing, row[0] if row else 0.0)
+            db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (authority, next_at))
+            return True
+
+        return self._write(release)
 
     # -- workers --------------------------------------------------------------------------------
 

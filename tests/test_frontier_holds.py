@@ -1,0 +1,103 @@
+"""A host held by one request, fleet-wide: while a worker's request holds it no other worker's claim
+succeeds, whatever the spacing; its release spaces the next request from then; a hold whose
+holder died expires on its own; a token that does not hold it renews and releases nothing.
+SQLite and Redis (single and Cluster) alike, two workers on one crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from manners.cache import take_slot
+from manners.crawl.frontier import Frontier, open_frontier
+from manners.crawl.redis_frontier import open_redis_frontier
+from test_frontier_redis import A, Opener, redis_url, with_frontiers
+
+SPACING = 0.2
+CLOCK = 0.002  # seconds of clock granularity between the test's clock and the frontier's
+
+
+@pytest.fixture(params=["sqlite", "redis", "cluster"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """The frontier of a new crawl, as often as asked (one per worker)."""
+    if request.param == "sqlite":
+        return lambda: open_frontier(tmp_path / "frontier.sqlite3")
+    url, name = redis_url(request, request.param), f"t{uuid.uuid4().hex[:12]}"
+    return lambda: open_redis_frontier(url, name)
+
+
+def test_while_a_holds_a_host_b_waits_until_a_releases_then_a_spacing_more(opener: Opener) -> None:
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, SPACING, None, ("a", 30.0)) == 0
+        await asyncio.sleep(2 * SPACING)  # the spacing is long past: only the hold keeps b out
+        assert 0 < await b.claim(A, SPACING, None, ("b", 30.0)) <= SPACING + CLOCK
+
+        async def turn() -> float:
+            await take_slot(b, A, SPACING, hold=("b", 30.0))
+            return time.time()
+
+        waiting = asyncio.ensure_future(turn())
+        await asyncio.sleep(3 * SPACING)
+        assert not waiting.done()  # a's request runs on: b's claims keep failing
+        released = time.time()
+        assert await a.release_hold(A, "a", SPACING)
+        assert await waiting >= released + SPACING - CLOCK
+        # b holds it now: a's next claim waits in turn, and a third's booking comes after b's release
+        assert await a.claim(A, SPACING, None, ("a2", 30.0)) > 0
+        assert await b.release_hold(A, "b", SPACING)
+        released = time.time()
+        assert await a.book(A, SPACING) >= SPACING - (time.time() - released) - CLOCK
+
+    with_frontiers(test, opener, workers=2)
+
+
+def test_a_dead_holders_hold_expires(opener: Opener) -> None:
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, 0.05, None, ("a", 0.3)) == 0
+        assert await b.claim(A, 0.05, None, ("b", 30.0)) > 0
+        await asyncio.sleep(0.45)  # a died: nothing renewed its hold
+        assert await b.claim(A, 0.05, None, ("b", 30.0)) == 0
+        # a, were it alive after all, holds nothing: it neither renews nor releases b's hold
+        assert not await a.renew_hold(A, "a", 30.0)
+        assert not await a.release_hold(A, "a", 0.05)
+        assert await a.claim(A, 0.05, None, ("a", 30.0)) > 0
+        assert await b.release_hold(A, "b", 0.05)
+
+    with_frontiers(test, opener, workers=2)
+
+
+def test_a_token_that_does_not_hold_the_host_neither_renews_nor_releases_it(opener: Opener) -> None:
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, 0.05, None, ("a", 0.4)) == 0
+        assert not await b.renew_hold(A, "b", 30.0)
+        assert not await b.release_hold(A, "b", 0.05)
+        assert await a.renew_hold(A, "a", 30.0)  # the holder's renewal outlasts its first seconds
+        await asyncio.sleep(0.6)
+        assert await b.claim(A, 0.05, None, ("b", 30.0)) > 0
+        assert await a.release_hold(A, "a", 0.05)
+        assert not await a.release_hold(A, "a", 0.05)  # once only
+        await asyncio.sleep(0.1)
+        assert await b.claim(A, 0.05, None, ("b", 30.0)) == 0
+
+    with_frontiers(test, opener, workers=2)
+
+
+def test_a_claim_under_a_stale_lease_takes_no_hold(opener: Opener) -> None:
+    async def test(a: Frontier, b: Frontier) -> None:
+        url = f"{A}/page"
+        await a.add(url, 0)
+        old = await a.lease(A, "a", 0.2)
+        assert old is not None
+        await asyncio.sleep(0.4)
+        assert await b.reclaim() == 1
+        new = await b.lease(A, "b", 60)
+        assert new is not None
+        assert await a.claim(A, 0.05, (url, old.token, 60.0), ("a", 30.0)) == -1
+        assert await b.claim(A, 0.05, (url, new.token, 60.0), ("b", 30.0)) == 0
+
+    with_frontiers(test, opener, workers=2)
