@@ -292,8 +292,9 @@ def run_crawl(
             procs = []
             for w in range(workers):
                 cmd = crawl_args(args, crawl, space, run / f"out{w}")
-                if redis is not None:
+                if redis is not None:  # a fleet shares its frontier, and its robots.txt cache as fleets do
                     cmd += ["--frontier", "redis://127.0.0.1:6390/0", "--name", "space"]
+                    cmd[cmd.index("--cache") + 1] = f"sqlite://{run / 'robots.sqlite3'}"
                 err = open(run / f"crawl{w}.err", "w")  # noqa: SIM115
                 procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=_env(), text=True))
             rss, outs = [], []
