@@ -102,12 +102,25 @@ def test_a_worker_killed_holding_the_fetch_lock(kind: str, cache_url: Callable[[
         server.close()
 
 
+def written(path: Path) -> bool:
+    """Whether the cache file at ``path`` holds an entry yet."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is not None
+    except sqlite3.OperationalError:  # no file, or no table yet
+        return False
+
+
 def test_a_worker_killed_while_writing_leaves_the_file_readable(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     cache = f"sqlite://{path}"
     for round_ in range(5):
         writer = subprocess.Popen([sys.executable, str(WORKER), "write", cache])
-        time.sleep(1.0 + 0.15 * round_)  # start-up, then a while of 1 MB writes
+        deadline = time.monotonic() + 30
+        while not written(path):  # its start-up, however long a loaded machine makes it
+            assert writer.poll() is None and time.monotonic() < deadline, "the writer never wrote"
+            time.sleep(0.05)
+        time.sleep(0.15 * round_)  # then a while of 1 MB writes
         assert writer.poll() is None
         writer.send_signal(signal.SIGKILL)
         writer.wait(10)

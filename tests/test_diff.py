@@ -21,6 +21,7 @@ import robotstxt  # fast-robotstxt, a test dependency: its absence must fail, no
 
 import manners
 from corpus import WEB, binding_rewrite, rule_paths
+from data_paths import SMALLNET
 from manners.admin.diff import Asker, Diff, GroupSide, RuleChange, RuleSide, diff, group_changes
 from manners.readers import sample_paths
 from manners.robots import verdict
@@ -291,9 +292,6 @@ def test_robots_left_out_could_not_have_flipped(pairs: list[tuple[str, str, str,
         old, new = manners.parse(old_body), manners.parse(new_body)
         paths = list(dict.fromkeys([*rule_paths(old), *rule_paths(new)]))
         every_robot_asked(old, new, [f"gemini://{host}{p}" for p in paths[:20]] + paths[20:], profile)
-
-
-SMALLNET = WEB.parent / "smallnet"
 
 
 def smallnet_edits(body: str) -> list[str]:
