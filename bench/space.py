@@ -411,7 +411,10 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
 
 
 def plot(the_plan: Plan, results: list[dict[str, object]], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("bench/space.py: the plot needs matplotlib: pip install -e '.[bench]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
