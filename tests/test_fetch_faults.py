@@ -16,8 +16,6 @@ import pytest
 import manners
 from proxy import self_signed
 
-pytestmark = pytest.mark.serial  # time bounds
-
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 TIMEOUT = 3.0  # the whole-fetch deadline the tests give
 SLACK = 1.5  # scheduling slack on a loaded machine
