@@ -29,6 +29,7 @@ import redis
 
 import smallnet_site as sn
 from manners.crawl.audit import audit
+from manners.crawl.pacing import HOLD_MARGIN
 from servers import redis_durable
 from test_fleet import (
     ENV,
@@ -110,7 +111,9 @@ def test_a_worker_stopped_past_its_lease_sends_nothing_stale_on_waking(tmp_path:
         wait_for(mid_request, what="the first worker in the middle of a slow request")
         procs[0].send_signal(signal.SIGSTOP)
         stopped_with = in_flight(dirs[0])  # asked for before the stop: these may be asked twice
-        time.sleep(lease * 3 + 2)  # expired, taken back (every half lease) and fetched by the other
+        # its lease expired and taken back (every half lease), and its hold on the host it was asking
+        # (its request's deadline, --timeout 10, and HOLD_MARGIN) expired: fetched by the other
+        time.sleep(max(lease * 3, 10 + HOLD_MARGIN) + 2)
         procs[0].send_signal(signal.SIGCONT)
         for p, log in zip(procs, logs, strict=True):
             finish(p, log)
