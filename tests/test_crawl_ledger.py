@@ -73,6 +73,7 @@ def test_each_lease_has_its_own_token_and_renew_extends_only_the_owners(tmp_path
     run(test, tmp_path / "f.sqlite3")
 
 
+@pytest.mark.serial  # a time bound
 def test_book_and_claim_keep_the_cache_stores_semantics(tmp_path: Path) -> None:
     """Seconds from now, as the cache Store's: the slot after the last, a wait the server asked
     for, and a claim that tells a late sleeper how much longer to wait."""

@@ -464,6 +464,7 @@ def test_links_to_a_full_authority_are_dropped_wherever_they_are_queued(
     with_frontiers(test, fleet)
 
 
+@pytest.mark.serial  # a time bound
 def test_request_slots_are_shared_between_workers(fleet: Callable[[], RedisFrontier]) -> None:
     async def test(one: RedisFrontier, two: RedisFrontier) -> None:
         await one.counts(), await two.counts()  # connected: a start is then its reply's time + wait

@@ -121,6 +121,7 @@ class _SkewedTime(ModuleType):
         return getattr(time, name)
 
 
+@pytest.mark.serial  # a time bound
 def test_wait_on_redis_keeps_the_spacing_on_the_servers_clock(
     web: list[Site], cache_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
