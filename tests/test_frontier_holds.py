@@ -49,8 +49,8 @@ def test_while_a_holds_a_host_b_waits_until_a_releases_then_a_spacing_more(opene
         assert await waiting >= released + SPACING - CLOCK
         # b holds it now: a's next claim waits in turn, and a third's booking comes after b's release
         assert await a.claim(A, SPACING, None, ("a2", 30.0)) > 0
+        released = time.time()  # before the release: the server stamps it later, never sooner
         assert await b.release_hold(A, "b", SPACING)
-        released = time.time()
         assert await a.book(A, SPACING) >= SPACING - (time.time() - released) - CLOCK
 
     with_frontiers(test, opener, workers=2)
