@@ -192,8 +192,10 @@ def _env() -> dict[str, str]:
 def crawl_args(args: argparse.Namespace, crawl: Crawl, space: Space, out: Path) -> list[str]:
     f = args.factor
     roles = [x for r in crawl.roles for x in ("--role", r)]
+    profile = ["-m", "cProfile", "-o", str(out.parent / "crawl.prof")] if args.profile else []
     return [
         PYTHON,
+        *profile,
         "-m",
         "manners",
         "crawl",
@@ -297,12 +299,13 @@ def run_crawl(
                     cmd[cmd.index("--cache") + 1] = f"sqlite://{run / 'robots.sqlite3'}"
                 err = open(run / f"crawl{w}.err", "w")  # noqa: SIM115
                 procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=_env(), text=True))
-            rss, outs = [], []
+            rss, outs, cpu = [], [], []
             for p in procs:
                 _, status, usage = os.wait4(p.pid, 0)
                 p.returncode = os.waitstatus_to_exitcode(status)
                 outs.append(p.stdout.read() if p.stdout else "")
                 rss.append(usage.ru_maxrss * 1024)
+                cpu.append(usage.ru_utime + usage.ru_stime)
             ended = time.time()
             frontier_bytes, urls_known = _frontier(run, redis is not None)
             frontier_bytes -= empty
@@ -322,6 +325,7 @@ def run_crawl(
         "verdict": verdict,
         "requests": requests,
         "peak_rss": max(rss),
+        "cpu_s": sum(cpu),
         "frontier_bytes": frontier_bytes,
         "urls_known": urls_known,
         "summary": outs[0][-2000:],
@@ -403,6 +407,8 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
             }
             for h in slowest
         ],
+        "crawler_cpu_s": round(result["cpu_s"], 2),  # type: ignore[call-overload]
+        "crawler_cpu_ms_per_request": round(1000 * result["cpu_s"] / max(1, len(requests)), 2),  # type: ignore[operator]
         "peak_rss_mib": round(result["peak_rss"] / 2**20, 1),  # type: ignore[operator]
         "frontier_bytes": result["frontier_bytes"],
         "urls_known": result["urls_known"],
@@ -477,6 +483,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tolerance", type=float, default=0.003, help="seconds of clock slack in the checks")
     p.add_argument("--warc", action="store_true", help="let the crawl write WARC files")
     p.add_argument("--out", type=Path, default=Path("space-out"))
+    p.add_argument("--profile", action="store_true", help="run the crawl under cProfile (RUN/crawl.prof)")
     args = p.parse_args(argv)
     if args.hosts is None:
         args.hosts = 400 if args.small else 4000

@@ -158,8 +158,10 @@ class Server:
             f"\t{request}\t{status}\t{sent}\n"
         )
 
-    async def serve(self, host: Host, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted = time.time()
+    async def serve(
+        self, host: Host, accepted: float, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Answer one connection; ``accepted``: when it was accepted (for Gemini, before its handshake)."""
         peer_info = writer.get_extra_info("peername")
         peer = f"{peer_info[0]}:{peer_info[1]}" if peer_info else "?"
         delay = host.rtt / self.factor
@@ -185,19 +187,26 @@ class Server:
             self.note(accepted, asked, host, peer, request, status, sent)
 
     async def run(self, ready: Path) -> None:
+        loop = asyncio.get_running_loop()
         servers = []
         for host in self.hosts:
             if host.fault == "dead":
                 continue
 
-            async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter, host: Host = host) -> None:
-                await self.serve(host, r, w)
+            def accept(host: Host = host) -> asyncio.StreamReaderProtocol:
+                # made as the TCP connection is accepted, before a TLS handshake (asyncio's
+                # start_server would stamp it after): when the client's request arrived
+                accepted = time.time()
+                return asyncio.StreamReaderProtocol(
+                    asyncio.StreamReader(), lambda r, w: self.serve(host, accepted, r, w)
+                )
 
             tls = self.context(host) if host.scheme == "gemini" else None
-            servers.append(await asyncio.start_server(handle, host.address, host.port, backlog=64, ssl=tls))
+            servers.append(
+                await loop.create_server(accept, host.address, host.port, backlog=64, ssl=tls)
+            )
         ready.write_text(f"{len(servers)}\n")
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         flusher = asyncio.ensure_future(self.flush())

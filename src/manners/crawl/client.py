@@ -68,12 +68,12 @@ async def gemini_get(
     timeout: float,
     max_bytes: int,
     known_hosts: MutableMapping[str, str],
-    connected: Callable[[], object] | None = None,
+    leaving: Callable[[], object] | None = None,
 ) -> Response:
     """Request ``url`` (absolute, at most 1024 bytes) over TLS with SNI.
 
-    ``connected``: called once the connection is made, before the request is written (the crawler
-    stamps the host's spacing from then: when the request truly left).
+    ``leaving``: called as the connection is begun, its name resolved (the crawler stamps the
+    host's spacing from then: when the request truly left, whatever its TLS handshake takes).
 
     ``known_hosts`` maps ``host:port`` to certificate fingerprints: the first seen is
     kept; a different one is reported in ``fingerprint_changed`` and the answer still used.
@@ -90,7 +90,7 @@ async def gemini_get(
     state: dict[str, str] = {}
     try:
         return await asyncio.wait_for(
-            _gemini(url, request, host, port, deadlines, max_bytes, known_hosts, state, connected), timeout
+            _gemini(url, request, host, port, deadlines, max_bytes, known_hosts, state, leaving), timeout
         )
     except (TimeoutError, asyncio.TimeoutError):
         return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s",
@@ -110,11 +110,9 @@ async def _gemini(
     max_bytes: int,
     known_hosts: MutableMapping[str, str],
     state: dict[str, str],
-    connected: Callable[[], object] | None = None,
+    leaving: Callable[[], object] | None = None,
 ) -> Response:
-    reader, writer = await connect(host, port, deadlines, tls_context())
-    if connected is not None:
-        connected()
+    reader, writer = await connect(host, port, deadlines, tls_context(), leaving)
     try:
         ssl_object = writer.get_extra_info("ssl_object")
         cert = (ssl_object.getpeercert(binary_form=True) if ssl_object else None) or b""
@@ -146,10 +144,10 @@ def _peer(writer: asyncio.StreamWriter) -> str | None:
 
 
 async def gopher_get(
-    url: str, *, timeout: float, max_bytes: int, connected: Callable[[], object] | None = None
+    url: str, *, timeout: float, max_bytes: int, leaving: Callable[[], object] | None = None
 ) -> Response:
     """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes.
-    ``connected``: as for ``gemini_get``."""
+    ``leaving``: as for ``gemini_get``."""
     try:
         ref = gopher_ref(url)
         host, port, request = ref.host.strip("[]"), ref.port, ref.request()
@@ -161,7 +159,7 @@ async def gopher_get(
     deadlines = Deadlines.of(timeout)
     try:
         return await asyncio.wait_for(
-            _gopher(url, request, host, port, deadlines, max_bytes, connected), timeout
+            _gopher(url, request, host, port, deadlines, max_bytes, leaving), timeout
         )
     except (TimeoutError, asyncio.TimeoutError):
         return _failed(url, request, f"timeout: the exchange took longer than {timeout:g} s")
@@ -178,11 +176,9 @@ async def _gopher(
     port: int,
     deadlines: Deadlines,
     max_bytes: int,
-    connected: Callable[[], object] | None = None,
+    leaving: Callable[[], object] | None = None,
 ) -> Response:
-    reader, writer = await connect(host, port, deadlines)
-    if connected is not None:
-        connected()
+    reader, writer = await connect(host, port, deadlines, leaving=leaving)
     try:
         peer = _peer(writer)
         writer.write(request)

@@ -155,11 +155,13 @@ class Frontier(Protocol):
         changed) when ``token`` does not hold it (it expired, and may be another's since)."""
         ...
 
-    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
+    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
         """End the hold ``token`` has on ``authority``, its request over, and in the same atomic
-        step stamp its start now and book its next slot ``spacing`` from now (the frontier's
-        clock): the next request, by any worker, is spaced from when this one ended.  False
-        (nothing changed) when ``token`` does not hold it."""
+        step stamp its start, ``ago`` seconds before now (when it left, as its worker measured:
+        a duration, so no two clocks are compared), and book its next slot ``spacing`` after
+        that start, on the frontier's clock: the next request, by any worker, is spaced from when
+        this one left, and made only once it has ended (the hold is held until then, so a 44 is
+        known before it).  False (nothing changed) when ``token`` does not hold it."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:

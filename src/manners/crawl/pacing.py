@@ -108,39 +108,42 @@ class Pacing:
 
     @contextlib.asynccontextmanager
     async def holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
-        """One request at a time per host, fleet-wide, spaced from when it truly ended.
+        """One request at a time per host, fleet-wide, spaced from when it truly left.
 
-        Yields the callback the client calls once its connection is made.  In one process,
-        ``auth``'s start is stamped then (claimed with no spacing), so the next request is spaced
-        from when this one truly left, not from when its slot was granted (the name lookup, the
-        connection and a busy event loop come in between); its one task per host sends the next
+        Yields the callback the client calls as its connection is begun (``leaving``).  In one
+        process, ``auth``'s start is stamped then (claimed with no spacing), so the next request
+        is spaced from when this one truly left, not from when its slot was granted (the name
+        lookup and a busy event loop come in between); its one task per host sends the next
         request only after this one's answer.
 
         On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
         other worker's claim succeeds while it is there.  It is renewed while the request runs
         and its answer is read (its seconds cover a request's deadline, so a late renewal does
-        not lose it), and released at the end, which stamps ``auth``'s start and next slot then,
-        on the frontier's clock: the next request, by any worker, leaves ``spacing`` after this
-        one is done with, by then a 44 is in the frontier for it to see, and a request that left
-        late (its worker's event loop busy between claim and send) is no closer to the next.  A
-        worker that dies leaves a hold that expires on its own."""
+        not lose it), and released at the end, which stamps ``auth``'s start (when it left, as
+        measured here) and its next slot, on the frontier's clock: the next request, by any
+        worker, leaves ``spacing`` after this one left and not before it is done with, by then a
+        44 is in the frontier for it to see, and a request that left late (its worker's event
+        loop busy between claim and send) is no closer to the next.  A worker that dies leaves a
+        hold that expires on its own."""
         token = self.handed.pop(auth, None)
         renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
+        left: list[float] = []
 
-        def connected() -> None:
+        def leaving() -> None:
+            left.append(time.monotonic())
             if token is None:
                 stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
 
         try:
-            yield connected
+            yield leaving
         finally:
             if renewer is not None:
                 await cancelled(renewer)
             if stamps:
                 await asyncio.wait(stamps)  # its failure is the next call's to meet
             if token is not None:
-                await self._release(auth, token, spacing)
+                await self._release(auth, token, spacing, time.monotonic() - left[-1] if left else 0.0)
 
     def _renewing(self, auth: str, token: str) -> asyncio.Task[None]:
         """The hold ``token`` has on ``auth`` renewed every third of its seconds, until cancelled."""
@@ -154,14 +157,15 @@ class Pacing:
 
         return asyncio.ensure_future(renew())
 
-    async def _release(self, auth: str, token: str, spacing: float) -> None:
-        """The hold ``token`` has on ``auth`` let go, its request over: the next is spaced from now.
+    async def _release(self, auth: str, token: str, spacing: float, ago: float = 0.0) -> None:
+        """The hold ``token`` has on ``auth`` let go, its request over: the next is spaced from when
+        it left, ``ago`` seconds before now.
 
         Done on the way out, whatever ended the request: a frontier that fails here (unreachable
         past its patience, or the crawl lost) is the next call's to meet, as the crawl's own
         calls meet it, and the hold expires on its own meanwhile."""
         try:
-            kept = await self.frontier.release_hold(auth, token, spacing)
+            kept = await self.frontier.release_hold(auth, token, spacing, ago)
         except FrontierError as exc:
             log.debug("the hold on %s was not released: %s", auth, exc)
             return

@@ -130,8 +130,8 @@ class Patient:
     def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
         return self._call(lambda: self.inner.renew_hold(authority, token, ttl))
 
-    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
-        return self._call(lambda: self.inner.release_hold(authority, token, spacing))
+    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.release_hold(authority, token, spacing, ago))
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
         return self._call(lambda: self.inner.heartbeat(worker, info))

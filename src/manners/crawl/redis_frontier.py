@@ -467,9 +467,11 @@ class RedisFrontier:
         """The hold ``token`` has on ``authority`` extended to ``ttl`` s from now (server's clock)."""
         return bool(await self._run(self._renew_hold, shard_of(authority), authority, token, ttl))
 
-    async def release_hold(self, authority: str, token: str, spacing: float) -> bool:
-        """The hold ``token`` has on ``authority`` ended; its start and next slot stamped (server's clock)."""
-        return bool(await self._run(self._release_hold, shard_of(authority), authority, token, spacing))
+    async def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> bool:
+        """The hold ``token`` has on ``authority`` ended; its start (``ago`` seconds before now)
+        and next slot stamped on the server's clock."""
+        ago = max(0.0, ago)
+        return bool(await self._run(self._release_hold, shard_of(authority), authority, token, spacing, ago))
 
     # -- figures, workers and memory ----------------------------------------------------------
 

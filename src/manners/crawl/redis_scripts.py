@@ -353,18 +353,19 @@ redis.call('PEXPIRE', key('hold', ARGV[2]), math.max(1, math.ceil(tonumber(ARGV[
 return 1
 """
 
-# ARGV: prefix, authority, token, spacing.  Ends the hold ``token`` has on the authority, its
-# request over, and stamps the authority's start now and its next slot ``spacing`` from now (as
-# ``BOOK`` writes it), on the server's clock: 1, or 0 when ``token`` does not hold it (nothing
-# changed).
+# ARGV: prefix, authority, token, spacing, ago.  Ends the hold ``token`` has on the authority, its
+# request over, and stamps the authority's start ``ago`` seconds before now (when the request
+# left, as its worker measured) and its next slot ``spacing`` after that start (as ``BOOK``
+# writes it), on the server's clock: 1, or 0 when ``token`` does not hold it (nothing changed).
 RELEASE_HOLD = """
 alive()
 local a = ARGV[2]
 if redis.call('GET', key('hold', a)) ~= ARGV[3] then return 0 end
 redis.call('DEL', key('hold', a))
 local now, spacing = clock(), tonumber(ARGV[4])
-redis.call('SET', key('start', a), string.format('%.6f', now), 'PX', math.ceil(spacing * 1000) + 60000)
-local next_at = math.max(now + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
+local start = now - tonumber(ARGV[5] or '0')
+redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', math.ceil(spacing * 1000) + 60000)
+local next_at = math.max(start + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
 local keep = math.ceil((next_at - now) * 1000) + 60000
 redis.call('SET', key('slot', a), string.format('%.6f', next_at), 'PX', keep)
 return 1

@@ -369,7 +369,7 @@ class SQLiteFrontier:
 
         return self._write(renew)
 
-    def release_hold(self, authority: str, token: str, spacing: float) -> Awaitable[bool]:
+    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
         def release(db: sqlite3.Connection) -> bool:
             now = time.time()
             gone = db.execute(
@@ -377,9 +377,10 @@ class SQLiteFrontier:
             ).rowcount
             if not gone:
                 return False
-            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (authority, now))
+            start = now - max(0.0, ago)
+            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (authority, start))
             row = db.execute("SELECT next_at FROM slots WHERE key = ?", (authority,)).fetchone()
-            next_at = max(now + spacing, row[0] if row else 0.0)
+            next_at = max(start + spacing, row[0] if row else 0.0)
             db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (authority, next_at))
             return True
 

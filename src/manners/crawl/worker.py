@@ -498,13 +498,13 @@ class Worker:
         if late:
             await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
-        async with self.pacing.holding(auth, spacing) as connected:
+        async with self.pacing.holding(auth, spacing) as leaving:
             if url.startswith("gemini:"):
                 response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
-                                            known_hosts=self.known_hosts, connected=connected)  # fmt: skip
+                                            known_hosts=self.known_hosts, leaving=leaving)  # fmt: skip
                 return await self._gemini(auth, lease, decision, response)
             response = await gopher_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
-                                        connected=connected)  # fmt: skip
+                                        leaving=leaving)  # fmt: skip
             return await self._gopher(auth, lease, decision, response)
 
     def _robots_source(self, url: str, decision: RobotDecision, policy: Policy) -> None:

@@ -10,6 +10,7 @@ import socket
 import ssl
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .address import POLICY
@@ -40,16 +41,25 @@ class NetworkError(Exception):
 
 
 async def connect(
-    host: str, port: int, deadlines: Deadlines, tls: ssl.SSLContext | None = None
+    host: str,
+    port: int,
+    deadlines: Deadlines,
+    tls: ssl.SSLContext | None = None,
+    leaving: Callable[[], object] | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A stream to ``host:port`` (TLS when ``tls``) within ``deadlines.connect``.
+
+    ``leaving``: called as each connection attempt begins, once the name is resolved: the moment
+    the server is first asked, from which a polite client spaces its next request (a TLS
+    handshake that ends later is still the same request)."""
     try:
-        return await asyncio.wait_for(_connect(host, port, tls), deadlines.connect)
+        return await asyncio.wait_for(_connect(host, port, tls, leaving), deadlines.connect)
     except BaseException as exc:
         raise failure(exc, f"connecting to {host}:{port}") from exc
 
 
 async def _connect(
-    host: str, port: int, tls: ssl.SSLContext | None
+    host: str, port: int, tls: ssl.SSLContext | None, leaving: Callable[[], object] | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Each of the host's addresses in turn (TLS still names the host).
 
@@ -64,6 +74,8 @@ async def _connect(
             raise NetworkError("address-refused", policy.refuse(host, port, addresses[0]) or "refused")
         addresses = allowed
     for i, address in enumerate(addresses):
+        if leaving is not None:
+            leaving()
         try:
             return await asyncio.open_connection(
                 address, port, ssl=tls, server_hostname=host if tls else None
