@@ -346,6 +346,35 @@ def test_unreachable_robots_txt_parks_the_host_then_retry_errors_fetches(tmp_pat
     assert seed in fetched and f"gopher://{HOST}:{port}/0/f2.txt" in fetched
 
 
+def test_a_host_given_up_is_not_asked_again_for_urls_found_later(tmp_path: Path) -> None:
+    """A host whose robots.txt failed every attempt is done with for the run: a link to it found
+    after its last failure has expired (a cross link from a slower host) is settled unreachable
+    without another robots.txt request.  At the small net's size, thousands of links point at
+    dead capsules: each would otherwise cost another attempt."""
+    out = tmp_path / "out"
+    with fault_server("answer", "gemini", answer=b"41 Server unavailable\r\n") as dead:
+        late = f"{dead.url}late.gmi"
+
+        def files(port: int) -> dict[str, str | bytes]:  # the link to the dead host is two menus deep
+            return {
+                "robots.txt": ALLOW_ALL,
+                "gophermap": f"1Deeper\t/sub\t{HOST}\t{port}\n",
+                "sub/gophermap": f"hThe dead capsule\tURL:{late}\t{HOST}\t{port}\n",
+            }
+
+        with hole(tmp_path / "hole", files) as proxy:
+            seed = f"gopher://{HOST}:{proxy.port}/1/"
+            # the dead capsule's 2 attempts (0.1 then 0.2 s backoff) are over in well under a second;
+            # the hole's second menu, 1 s after its first, finds the late link after that
+            ok(crawl(dead.url, seed, "--out", out, "--robots-backoff", 0.1, "--robots-attempts", 2,
+                     "--min-delay", 1, "--scope", "any", *QUICK, timeout=60))  # fmt: skip
+            asked = dead.requests()
+    assert len(asked) == 2 and all(r.endswith(b"/robots.txt") for r in asked), asked
+    got = {r["url"]: r for r in records(out)}
+    assert got[late]["outcome"] == "error" and "in 2 attempts" in got[late]["reason"], got[late]
+    assert got[dead.url]["outcome"] == "error", got[dead.url]
+
+
 @pytest.mark.parametrize("scheme", ["gopher", "gemini"])
 def test_robots_txt_timing_out_is_retried_with_backoff_never_a_verdict(tmp_path: Path, scheme: str) -> None:
     out = tmp_path / "out"

@@ -366,6 +366,7 @@ class Crawler(Worker):
         self.stats.started = time.time()
         self._slow = {}
         self._full = set()
+        self._gave_up = {}
         self._settling = {}
         queue: asyncio.Queue[Page | None] = asyncio.Queue(maxsize=4 * self.concurrency)
         self._queue = queue

@@ -107,6 +107,7 @@ class Worker:
     _reserved: int
     _slow: dict[str, float]  # authority -> the last 44 backoff without a number
     _full: set[str]  # authorities at max_per_host
+    _gave_up: dict[str, str]  # authorities whose robots.txt could not be read in robots_attempts: why
     _settling: dict[str, _Settling]  # leased URL -> its page, settled but not yet committed
     _queue: asyncio.Queue[Page | None]
 
@@ -443,6 +444,11 @@ class Worker:
     async def _settle(self, auth: str, lease: Lease) -> bool:
         """Handle one leased URL; False when the authority must be left alone for a while."""
         url = lease.url
+        gave_up = self._gave_up.get(auth)
+        if gave_up is not None:  # its robots.txt unreadable in every attempt: nothing more is asked of it
+            self._finish(Page(url, "error", lease.depth, time.time(), item_type=answers.item_type(url),
+                              reason=gave_up))  # fmt: skip
+            return True
         refused = await self._refused(auth)
         if refused is not None:
             self._finish(
@@ -548,6 +554,8 @@ class Worker:
             why = entry.meaning.removesuffix(UNREACHABLE_MEANS)  # its verdict is the very thing not taken
             reason = (f"unreachable: robots.txt could not be read in {entry.failures} attempts"
                       f" (last: {entry.status}: {why})")  # fmt: skip
+            if not self.revisit:  # given up for this run: a URL found later is settled so too, unasked
+                self._gave_up[auth] = reason
             self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
                               item_type=answers.item_type(lease.url), reason=reason))  # fmt: skip
             return True
