@@ -149,6 +149,8 @@ def scheme_of(target: str) -> str | None:
 
 def is_caps(url: str) -> bool:
     """Whether ``url`` is a Gopher server's caps.txt."""
+    if url[:7].lower() != "gopher:":  # asked of every page: most are not Gopher's at all
+        return False
     try:
         ref = urls.gopher_ref(url)
     except ValueError:

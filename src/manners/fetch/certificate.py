@@ -14,6 +14,7 @@ a :class:`Certificate` that has its fingerprint and PEM but no times or names, a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import ssl
@@ -95,8 +96,18 @@ class Certificate:
 
 
 def read_certificate(der: bytes) -> Certificate:
-    """Read ``der``; never raises: what cannot be read is said in ``problem``."""
-    der = bytes(der)
+    """Read ``der``; never raises: what cannot be read is said in ``problem``.
+
+    A crawler meets the same certificate on every request to a capsule: the last ``READ_KEPT``
+    read are remembered (a Certificate is immutable), so each is read once, not per page."""
+    return _read_certificate(bytes(der))
+
+
+READ_KEPT = 1024  # certificates remembered by read_certificate (a few KiB each)
+
+
+@functools.lru_cache(maxsize=READ_KEPT)
+def _read_certificate(der: bytes) -> Certificate:
     sha256 = hashlib.sha256(der).hexdigest()
     pem = ssl.DER_cert_to_PEM_cert(der)
     try:
