@@ -198,6 +198,70 @@ def test_ready_authorities_start_with_the_most_queued(opener: Opener) -> None:
     with_frontiers(test, opener)
 
 
+def test_busiest_gives_the_hosts_with_the_most_queued_first_n_of_them(opener: Opener) -> None:
+    """The progress display's and status's biggest hosts: most queued first, ``n`` at most (from
+    every shard of a fleet), with their counts, and a host with nothing queued left out."""
+
+    async def test(f: Frontier) -> None:
+        assert await f.busiest(5) == []
+        sizes = {f"gemini://h{i}.example:1965": 1 + (i * 7) % 40 for i in range(40)}  # 40 sizes, all apart
+        for auth, n in sizes.items():
+            await f.add_many([f"{auth}/{j}" for j in range(n)], 0)
+        ranked = sorted(sizes.items(), key=lambda item: -item[1])
+        assert await f.busiest(5) == ranked[:5]
+        assert await f.busiest(1) == ranked[:1]
+        assert await f.busiest(0) == []
+        assert await f.busiest(100) == ranked  # all 40, no more
+        top, n = ranked[0]
+        for _ in range(n):  # the biggest leased empty: gone from the list, the others move up
+            lease = await f.lease(top, "me", 60)
+            assert lease is not None
+            await f.done(lease.url, "fetched")
+        assert await f.busiest(3) == ranked[1:4]
+        lease = await f.lease(ranked[1][0], "me", 60)
+        assert lease is not None
+        await f.retry(lease.url, 0.0, token=lease.token)  # back in the queue: counted again
+        assert await f.busiest(2) == ranked[1:3]
+
+    with_frontiers(test, opener)
+
+
+def test_busiest_on_sqlite_walks_the_size_index_without_sorting(tmp_path: Path) -> None:
+    """Asked every couple of seconds of a crawl of thousands of hosts: its query reads
+    ``authorities_size`` in order, never sorting (nor scanning) the authorities."""
+
+    async def test() -> None:
+        f = SQLiteFrontier(tmp_path / "f.sqlite3")
+        await f.add_many([f"gemini://h{i}.example/" for i in range(50)], 0)
+        said: list[str] = []
+        f._db.set_trace_callback(said.append)
+        assert len(await f.busiest(3)) == 3
+        f._db.set_trace_callback(None)
+        (query,) = [q for q in said if q.lstrip().upper().startswith("SELECT")]
+        plan = " ".join(str(row[-1]) for row in f._db.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "authorities_size" in plan and "TEMP B-TREE" not in plan, plan
+        await f.close()
+
+    asyncio.run(test())
+
+
+def test_busiest_builds_its_index_for_a_crawl_made_before_it(fleet: Callable[[], RedisFrontier]) -> None:
+    """A crawl on Redis made by an older manners has no ``size`` index: the first ``busiest``
+    builds it from the authorities queued, and refreshes keep it from then on."""
+
+    async def test(f: RedisFrontier) -> None:
+        for i, n in enumerate((3, 9, 5, 1)):
+            await f.add_many([f"gemini://h{i}.example/{j}" for j in range(n)], 0)
+        for prefix in f._prefixes:
+            await f._redis.delete(prefix + "size")  # as an older manners left it
+        h = "gemini://h{}.example:1965".format
+        assert await f.busiest(3) == [(h(1), 9), (h(2), 5), (h(0), 3)]
+        await f.add_many([f"gemini://h3.example/more{j}" for j in range(20)], 0)
+        assert await f.busiest(2) == [(h(3), 21), (h(1), 9)]
+
+    with_frontiers(test, fleet)
+
+
 def test_ready_authorities_take_turns_and_skip_busy_ones(opener: Opener) -> None:
     async def test(f: Frontier) -> None:
         for name in ("a", "b", "c"):

@@ -44,6 +44,14 @@ class Frontier(Protocol):
         then the least recently leased, so every authority gets its turn."""
         ...
 
+    async def busiest(self, n: int) -> list[tuple[str, int]]:
+        """The ``n`` authorities with the most URLs queued, most first, each with how many (ready
+        or not): what the progress display and ``status`` show of a crawl of thousands of hosts.
+
+        A walk over an index of queue lengths, ``n`` entries long, never over every authority:
+        the display asks it every couple of seconds while the crawl runs."""
+        ...
+
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         """When the next authority outside ``exclude`` gets ready: its earliest not_before or park end.
 

@@ -60,6 +60,9 @@ class Patient:
     async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
         return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit))
 
+    async def busiest(self, n: int) -> list[tuple[str, int]]:
+        return await self._call(lambda: self.inner.busiest(n))
+
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         return await self._call(lambda: self.inner.next_ready_at(exclude))
 

@@ -1,12 +1,18 @@
 """What a person sees while the crawler works: a live display on a terminal, plain lines when piped;
 and ``manners crawl status``, what a crawl's frontier says of it (a fleet's workers included).
 
-Everything shown that came from the network (URLs, titles, reasons) goes through ``safe``
-first: a server cannot move the cursor, clear the screen or retitle the terminal.
+Everything shown that came from the network (URLs, titles, reasons, host names) goes through
+``safe`` first: a server cannot move the cursor, clear the screen or retitle the terminal.
+
+With thousands of hosts, nothing is shown a line per host: the busiest (most URLs queued), asked
+of the frontier (``Frontier.busiest``, an index walk) in a task at most every ``BUSIEST_EVERY``
+seconds, never waited for by a tick: the display shows the last answer, and the crawl goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -25,6 +31,9 @@ ALIVE = 4 * HEARTBEAT  # a worker silent for longer is taken for dead (its lease
 #: heartbeats, a silent worker has stopped: killed, or given up on an unreachable frontier.
 SILENT_AT_MOST = 2 * HEARTBEAT
 HOSTS_COUNTED = 10_000  # hosts counted by status at most (a walk over the frontier's index)
+BUSIEST_EVERY = 2.0  # seconds between asking the frontier for the busiest hosts (live display)
+BUSIEST_PLAIN = 3  # busiest hosts named in a plain progress line
+BUSIEST_STATUS = 10  # busiest hosts shown by status
 
 
 def safe(text: object, limit: int = 200) -> str:
@@ -62,6 +71,11 @@ def coming(s: Stats) -> str:
     return f"revisits {s.revisits} ({s.changed} changed), due now {s.due_now}, {later}"
 
 
+def busiest_line(hosts: list[tuple[str, int]]) -> str:
+    """The plain lines' "busiest: a (N), b (M)", each host safe for a terminal."""
+    return "busiest: " + ", ".join(f"{safe(auth)} ({n})" for auth, n in hosts)
+
+
 def describe(page: Page) -> str:
     """One line about a settled page, safe for a terminal."""
     if page.outcome == "disallowed" and page.decision is not None:
@@ -78,15 +92,28 @@ def describe(page: Page) -> str:
 
 
 class Progress:
-    """Feed it each page (``page()``) and call ``tick()`` often; ``close()`` at the end."""
+    """Feed it each page (``page()``) and call ``tick()`` often; ``close()`` at the end.
 
-    def __init__(self, crawler: Crawler, stream: TextIO | None = None, live: bool | None = None) -> None:
+    ``frontier``: where the busiest hosts are asked (default: the crawler's, once it is open)."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        frontier: Frontier | None = None,
+    ) -> None:
         from rich.console import Console
 
         self.crawler = crawler
+        self.frontier = frontier if frontier is not None else getattr(crawler, "frontier", None)
+        self.busiest: list[tuple[str, int]] = []  # the frontier's last answer, most queued first
+        self._asking: asyncio.Task[None] | None = None
+        self._asked = float("-inf")  # monotonic: when the last question was put
         self.stream = stream or sys.stderr
         self.console = Console(file=self.stream, highlight=False)
         self.live_mode = self.console.is_terminal if live is None else live
+        self.every = BUSIEST_EVERY if self.live_mode else PLAIN_EVERY  # seconds between questions
         self.recent: deque[str] = deque(maxlen=RECENT)
         self.disallowed: deque[str] = deque(maxlen=RECENT)
         self._last_plain = 0.0
@@ -94,7 +121,7 @@ class Progress:
         if self.live_mode:
             from rich.live import Live
 
-            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+            self._live = Live(self.render(), console=self.console, refresh_per_second=4, transient=False)
             self._live.start()
 
     def page(self, page: Page) -> None:
@@ -103,20 +130,47 @@ class Progress:
         self.tick()
 
     def tick(self) -> None:
+        self._ask()
         if self._live is not None:
-            self._live.update(self._render())
+            self._live.update(self.render())
         elif time.monotonic() - self._last_plain >= PLAIN_EVERY:
             self._last_plain = time.monotonic()
-            print(f"manners crawl: {status_line(self.crawler.stats, self.crawler.revisit)}", file=self.stream,
-                  flush=True)  # fmt: skip
+            line = status_line(self.crawler.stats, self.crawler.revisit)
+            if self.busiest:
+                line += f", {busiest_line(self.busiest[:BUSIEST_PLAIN])}"
+            print(f"manners crawl: {line}", file=self.stream, flush=True)
 
     def close(self) -> None:
+        if self._asking is not None:
+            self._asking.cancel()
+            self._asking = None
         if self._live is not None:
-            self._live.update(self._render())
+            self._live.update(self.render())
             self._live.stop()
             self._live = None
 
-    def _render(self) -> Any:
+    def _ask(self) -> None:
+        """Ask the frontier for the busiest hosts, in a task, if ``every`` seconds have passed
+        and the last question is answered: a tick never waits for it (a frontier waited for
+        through an outage answers late, and the display shows the last answer till then)."""
+        if self.frontier is None or (self._asking is not None and not self._asking.done()):
+            return
+        if time.monotonic() - self._asked < self.every:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a display driven by hand): nothing to ask with
+            return
+        self._asked = time.monotonic()
+        self._asking = asyncio.ensure_future(self._answer(self.frontier))
+
+    async def _answer(self, frontier: Frontier) -> None:
+        # The crawl itself meets the frontier's failures; the display keeps its last answer.
+        with contextlib.suppress(Exception):
+            self.busiest = await frontier.busiest(RECENT)
+
+    def render(self) -> Any:
+        """What the live display shows now (a rich renderable), one screen whatever the crawl's size."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
@@ -135,6 +189,10 @@ class Progress:
             figures.add_row("revisits", str(s.revisits), "changed", str(s.changed), "due now", str(s.due_now))
             figures.add_row("next due", later, "", "", "", "")
         parts: list[Any] = [Text("manners crawl", style="bold"), figures]
+        if self.busiest:
+            parts.append(Text("busiest hosts:", style="bold"))
+            for auth, n in self.busiest[:RECENT]:
+                parts.append(Text(f"  {safe(auth)}  {n} queued", style="cyan"))
         waiting = {**dict(s.waiting), **dict(s.parked)}
         if waiting:
             parts.append(Text("hosts waiting:", style="bold"))
@@ -198,14 +256,16 @@ def summary(crawler: Crawler, interrupted: bool) -> dict[str, object]:
 
 async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict[str, object]:
     """What ``frontier`` says of its crawl, for ``manners crawl status``: URLs by state and
-    outcome, hosts queued, ready and parked, the workers and when each was last heard of, and
-    the lease that expires first (a worker stuck or dead holds it)."""
+    outcome, hosts queued, ready and parked, the busiest hosts (most URLs queued), the workers
+    and when each was last heard of, and the lease that expires first (a worker stuck or dead
+    holds it)."""
     now = time.time()
     counts = await frontier.counts()
     identity = json.loads(await frontier.get_meta("identity") or "null")
     queued = await frontier.ready_authorities(now + FOREVER, (), HOSTS_COUNTED)
     ready = await frontier.ready_authorities(now, (), HOSTS_COUNTED)
     parked = await frontier.parked()
+    busiest = await frontier.busiest(BUSIEST_STATUS)
     held = await frontier.held()
     workers = {
         worker: _worker(seen, now, held.get(worker, 0)) for worker, seen in (await frontier.workers()).items()
@@ -238,6 +298,7 @@ async def crawl_status(frontier: Frontier, where: str, name: str | None) -> dict
             "per_visit": dict(sorted(per_visit.items(), key=lambda item: int(item[0]))),
         },
         "hosts": {"queued": len(queued), "ready": len(ready), "parked": len(parked)},
+        "busiest": [{"host": auth, "queued": n} for auth, n in busiest],
         "parked": {
             a: {"until": timestamp(min(t, now + FOREVER)), "reason": why} for a, (t, why) in parked.items()
         },
@@ -291,6 +352,9 @@ def status_lines(status: dict[str, Any]) -> list[str]:
 
     lines.append(f"hosts: {capped(hosts['queued'])} with URLs queued, {capped(hosts['ready'])} ready now,"
                  f" {hosts['parked']} parked")  # fmt: skip
+    if status["busiest"]:
+        lines.append("busiest hosts (URLs queued):")
+        lines.extend(f"  {b['host']}  {b['queued']} queued" for b in status["busiest"])
     revisits = status["revisits"]
     if revisits["per_visit"] or revisits["due_now"] or revisits["next_due"]:
         later = f"next due {revisits['next_due']}" if revisits["next_due"] else "none due later"

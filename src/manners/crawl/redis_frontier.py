@@ -20,6 +20,8 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 - ``N:{N:k}:due``     sorted set, AUTH -> when its next URL is ready (its earliest not_before or
   its park's end); only authorities with something queued.
 - ``N:{N:k}:turn``    sorted set, the same authorities -> when they were last leased.
+- ``N:{N:k}:size``    sorted set, the same authorities -> how many URLs each has queued
+  (``busiest``: the progress display's and status's biggest hosts).
 - ``N:{N:k}:parked``  sorted set, AUTH -> end of its park.
 - ``N:{N:k}:revisit`` sorted set, URL -> due, of the queued URLs visited before (for status).
 - ``N:{N:k}:leases``  sorted set, URL in flight -> lease expiry (server time);
@@ -193,7 +195,7 @@ class RedisFrontier:
         self._requeue, self._park, self._parked = shard(lua.REQUEUE), shard(lua.PARK), shard(lua.PARKED)
         self._ready, self._oldest, self._due = shard(lua.READY), shard(lua.OLDEST), shard(lua.DUE)
         self._counts, self._outbox = shard(lua.COUNTS), shard(lua.OUTBOX)
-        self._held = shard(lua.HELD)
+        self._held, self._busiest = shard(lua.HELD), shard(lua.BUSIEST)
         self._revisit_settled, self._revisits = shard(lua.REVISIT_SETTLED), shard(lua.REVISITS)
         self._claim_held = shard(lua.CLAIM_HELD)
         self._renew_hold, self._release_hold = shard(lua.RENEW_HOLD), shard(lua.RELEASE_HOLD)
@@ -422,6 +424,14 @@ class RedisFrontier:
             for name, t, size in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
         )
         return [name for _, _, name in turns if name not in skip][:limit]
+
+    async def busiest(self, n: int) -> list[tuple[str, int]]:
+        """Each shard's ``n`` biggest (from its ``size`` index), merged: the fleet's ``n`` biggest."""
+        if n <= 0:
+            return []
+        found = await self._each_shard(self._busiest, n)
+        sizes = sorted((-int(float(q)), _text(name)) for flat in found for name, q in pairs_of(flat))
+        return [(name, -q) for q, name in sizes[:n]]
 
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         skip = set(exclude)

@@ -75,17 +75,19 @@ local function unlease(url)
   redis.call('ZREM', P .. 'leases', url)
   redis.call('HDEL', P .. 'held', url)
 end
--- After a change to an authority's queue or park: when it is next ready, and its turn.
+-- After a change to an authority's queue or park: when it is next ready, its turn, its queue's length.
 local function refresh(a)
   local first = redis.call('ZRANGE', key('q', a), 0, 0, 'WITHSCORES')
   if #first == 0 then
     redis.call('ZREM', P .. 'due', a)
     redis.call('ZREM', P .. 'turn', a)
+    redis.call('ZREM', P .. 'size', a)
     return
   end
   local info = redis.call('HMGET', key('a', a), 'parked', 'turn')
   redis.call('ZADD', P .. 'due', score(math.max(tonumber(first[2]), tonumber(info[1] or 0))), a)
   redis.call('ZADD', P .. 'turn', info[2] or 0, a)
+  redis.call('ZADD', P .. 'size', redis.call('ZCARD', key('q', a)), a)
 end
 -- Back to the queue from flight, with ``tried`` attempts more (the caller refreshes).
 local function back(a, url, tried)
@@ -449,6 +451,25 @@ while #out < 3 * want do
   start, step = start + step, step * 2
 end
 return out
+"""
+
+# ARGV: prefix, n.  The shard's n authorities with the most URLs queued, most first, and how many:
+# authority, n, authority, n...  ``size`` has the members of ``turn`` (both kept by ``refresh``);
+# a crawl made before ``size`` existed has it built here once, from ``turn``, in one script.
+BUSIEST = """
+alive()
+local size, turn = P .. 'size', P .. 'turn'
+if redis.call('ZCARD', size) ~= redis.call('ZCARD', turn) then
+  redis.call('DEL', size)
+  local start = 0
+  while true do
+    local chunk = redis.call('ZRANGE', turn, start, start + 999)
+    if #chunk == 0 then break end
+    for _, a in ipairs(chunk) do redis.call('ZADD', size, redis.call('ZCARD', key('q', a)), a) end
+    start = start + 1000
+  end
+end
+return redis.call('ZREVRANGE', size, 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
 """
 
 # ARGV: prefix.  The shard's counters, as HGETALL gives them.

@@ -284,6 +284,16 @@ class SQLiteFrontier:
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]
 
+    async def busiest(self, n: int) -> list[tuple[str, int]]:
+        if n <= 0:
+            return []
+        rows = self._db.execute(  # authorities_size, walked from its start: n rows read, no more
+            "SELECT authority, queued FROM authorities INDEXED BY authorities_size"
+            " WHERE eligible_at IS NOT NULL ORDER BY queued DESC, last_leased LIMIT ?",
+            (n,),
+        ).fetchall()
+        return [(str(name), int(queued)) for name, queued in rows if queued > 0]
+
     async def next_ready_at(self, exclude: Collection[str] = ()) -> float | None:
         skip = set(exclude)
         rows = self._db.execute(
