@@ -202,9 +202,7 @@ class Server:
                 )
 
             tls = self.context(host) if host.scheme == "gemini" else None
-            servers.append(
-                await loop.create_server(accept, host.address, host.port, backlog=64, ssl=tls)
-            )
+            servers.append(await loop.create_server(accept, host.address, host.port, backlog=64, ssl=tls))
         ready.write_text(f"{len(servers)}\n")
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
