@@ -232,12 +232,20 @@ class Verdict:
     unplanned: list[tuple[str, str]] = field(default_factory=list)  # asked, but not in the plan
     overlaps: list[tuple[str, float]] = field(default_factory=list)
     short: list[tuple[str, float, float]] = field(default_factory=list)  # host, gap, spacing due
+    # host, robots.txt (and caps.txt) requests, planned: read again past its attempts (a dead host)
+    robots_again: list[tuple[str, int, int]] = field(default_factory=list)
     pages: int = 0
     requests: int = 0
 
     def ok(self) -> bool:
         return not (
-            self.missing or self.twice or self.disallowed or self.unplanned or self.overlaps or self.short
+            self.missing
+            or self.twice
+            or self.disallowed
+            or self.unplanned
+            or self.overlaps
+            or self.short
+            or self.robots_again
         )
 
     def summary(self) -> str:
@@ -248,7 +256,7 @@ class Verdict:
             f"{self.requests} requests, {self.pages} pages; missing {few(self.missing)}; "  # type: ignore[arg-type]
             f"twice {few(self.twice)}; disallowed {few(self.disallowed)}; "  # type: ignore[arg-type]
             f"unplanned {few(self.unplanned)}; in flight together {few(self.overlaps)}; "  # type: ignore[arg-type]
-            f"gaps under spacing {few(self.short)}"
+            f"gaps under spacing {few(self.short)}; robots.txt read again {few(self.robots_again)}"  # type: ignore[arg-type]
         )  # type: ignore[arg-type]
 
 
@@ -273,6 +281,9 @@ def check(plan: Plan, requests: list[Request], tolerance: float = 0.003) -> Verd
             v.pages += min(n, 1)
         for path in counts:
             (v.disallowed if path in hp.disallowed or not hp.readable else v.unplanned).append((name, path))
+        meta = sum(1 for r in got if r.path in META_PATHS)
+        if meta > hp.robots_requests:
+            v.robots_again.append((name, meta, hp.robots_requests))
         # one at a time, and spaced
         got.sort(key=lambda r: r.accepted)
         for a, b in itertools.pairwise(got):

@@ -367,6 +367,7 @@ class Crawler(Worker):
         self._slow = {}
         self._full = set()
         self._gave_up = {}
+        self._gave_up_asked = {}
         self._settling = {}
         queue: asyncio.Queue[Page | None] = asyncio.Queue(maxsize=4 * self.concurrency)
         self._queue = queue

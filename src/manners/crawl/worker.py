@@ -58,6 +58,9 @@ log = logging.getLogger("manners.crawl")
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+GAVE_UP_META = "gave-up:"  # frontier meta: a host a fleet's worker gave up (JSON: reason, at)
+GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
+HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
@@ -108,6 +111,7 @@ class Worker:
     _slow: dict[str, float]  # authority -> the last 44 backoff without a number
     _full: set[str]  # authorities at max_per_host
     _gave_up: dict[str, str]  # authorities whose robots.txt could not be read in robots_attempts: why
+    _gave_up_asked: dict[str, float]  # a fleet's worker: authority -> when the frontier was last asked
     _settling: dict[str, _Settling]  # leased URL -> its page, settled but not yet committed
     _queue: asyncio.Queue[Page | None]
 
@@ -444,7 +448,7 @@ class Worker:
     async def _settle(self, auth: str, lease: Lease) -> bool:
         """Handle one leased URL; False when the authority must be left alone for a while."""
         url = lease.url
-        gave_up = self._gave_up.get(auth)
+        gave_up = self._gave_up.get(auth) or await self._gave_up_elsewhere(auth)
         if gave_up is not None:  # its robots.txt unreadable in every attempt: nothing more is asked of it
             self._finish(Page(url, "error", lease.depth, time.time(), item_type=answers.item_type(url),
                               reason=gave_up))  # fmt: skip
@@ -529,6 +533,31 @@ class Worker:
                 decision.robots_url or url, urls.authority(url), fetched_at, decision.expires_at
             )
 
+    async def _gave_up_elsewhere(self, auth: str) -> str | None:
+        """Why another worker of the fleet gave ``auth`` up since this worker started, or None.
+
+        Asked of the frontier at most every ``GAVE_UP_ASKED_EVERY`` seconds per host: a fleet's
+        workers each lease the host's URLs, and each would otherwise read its dead robots.txt
+        again, its attempts over.  A give-up from before this worker started is not taken: a
+        worker started again (to retry errors, say) tries the host again, as one process does."""
+        if not self.shared or self.revisit:
+            return None
+        now = time.monotonic()
+        if now - self._gave_up_asked.get(auth, -GAVE_UP_ASKED_EVERY) < GAVE_UP_ASKED_EVERY:
+            return None
+        if len(self._gave_up_asked) >= HOSTS_REMEMBERED:
+            self._gave_up_asked.clear()
+        self._gave_up_asked[auth] = now
+        try:
+            record = json.loads(await self.frontier.get_meta(GAVE_UP_META + auth) or "null")
+            reason, at = str(record["reason"]), float(record["at"])
+        except (TypeError, KeyError, ValueError):  # none (null), or not what a worker writes
+            return None
+        if at < self.stats.started:
+            return None
+        self._gave_up[auth] = reason
+        return reason
+
     async def _refused(self, auth: str) -> str | None:
         """Why the address policy refuses every address of ``auth`` (checked again at connect), or None.
 
@@ -556,6 +585,9 @@ class Worker:
                       f" (last: {entry.status}: {why})")  # fmt: skip
             if not self.revisit:  # given up for this run: a URL found later is settled so too, unasked
                 self._gave_up[auth] = reason
+                if self.shared:  # and by the fleet's other workers, who would each try again
+                    record = json.dumps({"reason": reason, "at": time.time()})
+                    await self.frontier.set_meta(GAVE_UP_META + auth, record)
             self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
                               item_type=answers.item_type(lease.url), reason=reason))  # fmt: skip
             return True
