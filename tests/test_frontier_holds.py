@@ -56,6 +56,28 @@ def test_while_a_holds_a_host_b_waits_until_a_releases_then_a_spacing_more(opene
     with_frontiers(test, opener, workers=2)
 
 
+@pytest.mark.serial
+def test_a_release_spaces_the_next_request_from_when_this_one_left(opener: Opener) -> None:
+    """A request that left ``ago`` seconds before its release (its answer took that long): the
+    next, by any worker, may leave a spacing after it left, not a spacing after it ended; and
+    never before the release, since the hold keeps every other claim out until then."""
+
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, SPACING, None, ("a", 30.0)) == 0
+        left = time.time()
+        await asyncio.sleep(SPACING / 2)  # the answer is being read
+        assert await a.release_hold(A, "a", SPACING, time.time() - left)
+        wait = await b.book(A, SPACING)
+        # the slot is SPACING after the request left: half a spacing from now, not a whole one
+        assert wait <= SPACING / 2 + CLOCK + 0.02, wait
+        await asyncio.sleep(max(wait, 0.0))
+        assert await b.claim(A, SPACING, None, ("b", 30.0)) == 0
+        assert time.time() >= left + SPACING - CLOCK
+        assert await b.release_hold(A, "b", SPACING)
+
+    with_frontiers(test, opener, workers=2)
+
+
 def test_a_dead_holders_hold_expires(opener: Opener) -> None:
     async def test(a: Frontier, b: Frontier) -> None:
         assert await a.claim(A, 0.05, None, ("a", 0.3)) == 0
