@@ -111,6 +111,42 @@ def test_the_frontier_is_asked_in_a_task_at_most_every_so_often_and_never_waited
     asyncio.run(main())
 
 
+class Stubborn(Slow):
+    """A ``busiest`` that, cancelled, still needs a moment to end (as a Cluster's calls cut off
+    halfway do): ``ended`` once it has."""
+
+    ended = False
+
+    async def busiest(self, n: int) -> list[tuple[str, int]]:
+        try:
+            return await super().busiest(n)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)
+            self.ended = True
+            raise
+
+
+@pytest.mark.quick
+def test_closing_the_display_waits_for_the_question_still_out(tmp_path: Path) -> None:
+    """The crawl ends while the frontier is still being asked: aclose ends that question before it
+    returns, so no frontier call is left for the closing event loop to cut off (on a Cluster
+    with a master gone, each such call ended in a traceback as the process exited)."""
+    crawler = Crawler(AGENT, ("gemini://capsule.example/",), tmp_path)
+
+    async def main() -> None:
+        stubborn = Stubborn([])
+        progress = Progress(crawler, io.StringIO(), live=False, frontier=cast(Frontier, stubborn))
+        progress.every = 0.0
+        progress.tick()
+        await asyncio.sleep(0)
+        assert stubborn.asked == 1
+        await progress.aclose()
+        assert stubborn.ended
+        assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    asyncio.run(main())
+
+
 @pytest.mark.quick
 def test_the_plain_lines_name_the_three_busiest(tmp_path: Path) -> None:
     crawler = Crawler(AGENT, ("gemini://capsule.example/",), tmp_path)

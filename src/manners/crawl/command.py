@@ -427,7 +427,7 @@ async def _run(crawler: Crawler, args: argparse.Namespace) -> int:
                 lost = isinstance(exc, CrawlLost)
             finally:
                 ticker.cancel()
-                progress.close()
+                await progress.aclose()
         finally:
             await crawler.close()
     finally:

@@ -140,6 +140,17 @@ class Progress:
                 line += f", {busiest_line(self.busiest[:BUSIEST_PLAIN])}"
             print(f"manners crawl: {line}", file=self.stream, flush=True)
 
+    async def aclose(self) -> None:
+        """``close``, and the question to the frontier still out ended before this returns: left
+        running, it would be cancelled again as the event loop closes, and on a Redis Cluster
+        with a master gone its calls, cut off halfway, end in tracebacks as the process exits."""
+        asking, self._asking = self._asking, None
+        if asking is not None:
+            asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asking
+        self.close()
+
     def close(self) -> None:
         if self._asking is not None:
             self._asking.cancel()
