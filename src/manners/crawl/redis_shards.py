@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from .tasks import CANCEL_AGAIN
+
 T = TypeVar("T")
 
 SHARDS = 16  # shards of a crawl: part of its layout, kept in N:layout
@@ -53,16 +55,26 @@ async def together(calls: Iterable[Awaitable[T]]) -> list[T]:
 
 
 async def _over(tasks: Sequence[asyncio.Future[Any]], cancel: bool) -> None:
-    """``tasks`` ended (cancelled first if ``cancel``), their failures retrieved."""
+    """``tasks`` ended (cancelled first if ``cancel``), their failures retrieved.
+
+    Cancelled itself while it waits (a worker drained, upkeep ended), it cancels the ones still
+    running and still sees them over before it says so: left pending, they would fail after the
+    crawl had ended, each printed with a traceback as ``asyncio.run`` shut down."""
     pending = {task for task in tasks if not task.done()}
+    interrupted = False
     while pending:
         if cancel:
             for task in pending:
                 task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=1.0)
+        try:
+            _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN if cancel else None)
+        except asyncio.CancelledError:
+            interrupted = cancel = True
     for task in tasks:
         if not task.cancelled():
             task.exception()  # taken: it is the first failure's, raised by the caller, or beside it
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 def pairs_of(flat: Sequence[T]) -> Iterator[tuple[T, T]]:
