@@ -22,7 +22,11 @@ CPU allows), whichever is larger.  Then the real crawl: one process on SQLite, a
 (every allowed page once, nothing disallowed, one request at a time per host, no gap under
 the spacing) and the figures written to OUT/report.json and OUT/space.png.
 
-Run: .venv/bin/python bench/space.py --small [--seed 1] [--workers 2,4] [--out space-out]
+With ``--kill-at S`` the single process is also run SIGKILLed S seconds in and resumed at once
+by the same command (its makespan counted from the first start; a page in flight at the kill
+may be asked again, and is counted; a connection the kill cut before its request asked nothing).
+
+Run: .venv/bin/python bench/space.py --small [--seed 1] [--workers 2,4] [--kill-at S] [--out space-out]
      .venv/bin/python bench/space.py --hosts 36 --holes 4 --cap 40     (a quick look)
 """
 
@@ -40,11 +44,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from space_checks import META_PATHS, Crawl, Plan, Request, Verdict, check, plan, read_logs  # noqa: E402
+from space_checks import Crawl, Plan, Request, Verdict, check, is_page, plan, read_logs  # noqa: E402
 from space_model import FACTOR, Space, build  # noqa: E402
 
 INSIDE = "MANNERS_SPACE_INSIDE"
@@ -260,15 +265,27 @@ def bare(args: argparse.Namespace, the_plan: Plan, certs: Path, work: Path, work
 
 
 def run_crawl(
-    args: argparse.Namespace, the_plan: Plan, crawl: Crawl, certs: Path, work: Path, workers: int
+    args: argparse.Namespace,
+    the_plan: Plan,
+    crawl: Crawl,
+    certs: Path,
+    work: Path,
+    workers: int,
+    kill_at: float | None = None,
 ) -> dict[str, object]:
-    """One crawl (1: one process on SQLite; K: K workers on Redis), checked from the servers' logs."""
+    """One crawl (1: one process on SQLite; K: K workers on Redis), checked from the servers' logs.
+
+    ``kill_at``: the single process is SIGKILLed that many seconds after its start and the same
+    command run again at once (it resumes from its frontier); the makespan counts from the first
+    start, the CPU of both runs, the peak RSS of either."""
     space = the_plan.space
     label = "single" if workers == 1 else f"fleet{workers}"
+    if kill_at is not None:
+        label += "-killed"
     run = work / label
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
-    redis, empty = None, 0
+    redis, empty, killed = None, 0, None
     if workers > 1:
         redis = subprocess.Popen(
             [
@@ -291,21 +308,27 @@ def run_crawl(
     try:
         with Servers(args, certs, run / "servers") as servers:
             start = time.time()
-            procs = []
+            cmds = []
             for w in range(workers):
                 cmd = crawl_args(args, crawl, space, run / f"out{w}")
                 if redis is not None:  # a fleet shares its frontier, and its robots.txt cache as fleets do
                     cmd += ["--frontier", "redis://127.0.0.1:6390/0", "--name", "space"]
                     cmd[cmd.index("--cache") + 1] = f"sqlite://{run / 'robots.sqlite3'}"
-                err = open(run / f"crawl{w}.err", "w")  # noqa: SIM115
-                procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=_env(), text=True))
-            rss, outs, cpu = [], [], []
-            for p in procs:
-                _, status, usage = os.wait4(p.pid, 0)
-                p.returncode = os.waitstatus_to_exitcode(status)
-                outs.append(p.stdout.read() if p.stdout else "")
-                rss.append(usage.ru_maxrss * 1024)
-                cpu.append(usage.ru_utime + usage.ru_stime)
+                cmds.append(cmd)
+            ends: list[_End] = []
+            if kill_at is not None:
+                first = _start(cmds[0], run / "crawl0.err")
+                while first.poll() is None and time.time() - start < kill_at:
+                    time.sleep(0.05)
+                if first.returncode is not None:
+                    at = time.time() - start
+                    raise SystemExit(f"the crawl ended at {at:.1f} s, before --kill-at {kill_at:g}")
+                killed = time.time()
+                first.send_signal(signal.SIGKILL)
+                ends.append(_ended(first))
+                print(f"{label}: SIGKILLed at {killed - start:.1f} s; resuming", flush=True)
+            procs = [_start(cmd, run / f"crawl{w}.err") for w, cmd in enumerate(cmds)]
+            ends += [_ended(p) for p in procs]
             ended = time.time()
             frontier_bytes, urls_known = _frontier(run, redis is not None)
             frontier_bytes -= empty
@@ -315,21 +338,42 @@ def run_crawl(
             redis.terminate()
             redis.wait(10)
     requests = [r for r in requests if r.accepted >= start]
-    verdict = check(the_plan, requests, args.tolerance)
+    verdict = check(the_plan, requests, args.tolerance, killed=killed)
     return {
         "label": label,
         "workers": workers,
-        "exit": [p.returncode for p in procs],
+        "exit": [e.code for e in ends[-workers:]],
         "start": start,
+        "killed_at": None if killed is None else killed - start,
         "makespan": ended - start,
         "verdict": verdict,
         "requests": requests,
-        "peak_rss": max(rss),
-        "cpu_s": sum(cpu),
+        "peak_rss": max(e.rss for e in ends),
+        "cpu_s": sum(e.cpu for e in ends),
         "frontier_bytes": frontier_bytes,
         "urls_known": urls_known,
-        "summary": outs[0][-2000:],
+        "summary": ends[-1].out[-2000:],
     }
+
+
+def _start(cmd: list[str], err: Path) -> subprocess.Popen[str]:
+    with open(err, "a") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=_env(), text=True)
+
+
+class _End(NamedTuple):
+    code: int
+    out: str
+    rss: int  # peak, bytes
+    cpu: float  # user and system, seconds
+
+
+def _ended(p: subprocess.Popen[str]) -> _End:
+    """``p`` waited for: its exit code, output, peak RSS and CPU time."""
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out = p.stdout.read() if p.stdout else ""
+    return _End(p.returncode, out, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 
 
 def _frontier(run: Path, redis: bool) -> tuple[int, int]:
@@ -370,7 +414,7 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
     bounds = the_plan.host_bounds()
     polite = the_plan.politeness_bound()
     bound = the_plan.bound(bare_rate)
-    pages = sum(1 for r in requests if r.path not in META_PATHS)
+    pages = sum(1 for r in requests if is_page(r))
     last: dict[str, float] = {}
     for r in requests:
         last[r.host] = max(last.get(r.host, 0.0), r.ended - start)
@@ -382,10 +426,12 @@ def figures(the_plan: Plan, result: dict[str, object], bare_rate: float) -> dict
         "checks": verdict.summary(),
         "counts": {
             k: len(getattr(verdict, k))
-            for k in ("missing", "twice", "disallowed", "unplanned", "overlaps", "short")
+            for k in ("missing", "twice", "disallowed", "unplanned", "overlaps", "short", "robots_again")
         },
         "pages_checked": verdict.pages,
         "makespan_s": round(makespan, 2),
+        **({"killed_at_s": round(result["killed_at"], 2)} if result.get("killed_at") is not None else {}),  # type: ignore[call-overload]
+        "asked_again_after_kill": len(verdict.again_after_kill),
         "bound_s": round(bound, 2),
         "politeness_bound_s": round(polite, 2),
         "cpu_bound_s": round(the_plan.requests / bare_rate, 2) if bare_rate else None,
@@ -436,7 +482,7 @@ def plot(the_plan: Plan, results: list[dict[str, object]], path: Path) -> None:
         for r in requests:
             t = min(span - 1, max(0, int(r.asked - start)))
             busy[t].add(r.host)
-            if r.path not in META_PATHS:
+            if is_page(r):
                 pages[t] += 1
         xs = list(range(span))
         ax.plot(xs, pages, label="pages/s", color="tab:blue")
@@ -451,6 +497,8 @@ def plot(the_plan: Plan, results: list[dict[str, object]], path: Path) -> None:
             linestyle="--",
         )
         ax2.set_ylabel("hosts")
+        if result.get("killed_at") is not None:
+            ax.axvline(result["killed_at"], color="tab:red", linestyle=":", label="SIGKILL, resumed")  # type: ignore[arg-type]
         ax.set_title(f"{result['label']}: makespan {result['makespan']:.1f} s")
         ax.set_xlabel("seconds from the start")
         lines = ax.get_legend_handles_labels()
@@ -484,6 +532,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warc", action="store_true", help="let the crawl write WARC files")
     p.add_argument("--out", type=Path, default=Path("space-out"))
     p.add_argument("--profile", action="store_true", help="run the crawl under cProfile (RUN/crawl.prof)")
+    p.add_argument(
+        "--kill-at",
+        type=float,
+        default=None,
+        metavar="S",
+        help="also run the single process SIGKILLed S seconds in and resumed (makespan from the first start)",
+    )
     args = p.parse_args(argv)
     if args.hosts is None:
         args.hosts = 400 if args.small else 4000
@@ -539,13 +594,15 @@ def main(argv: list[str] | None = None) -> int:
         rate = (
             0.0 if args.no_bare else bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
         )
-        result = run_crawl(args, the_plan, crawl, certs, args.out, workers)
-        if workers > 1:
-            result["urls_known"] = results[0]["urls_known"]
-        fig = figures(the_plan, result, rate)
-        print(json.dumps(fig, indent=1), flush=True)
-        report["runs"].append(fig)  # type: ignore[attr-defined]
-        results.append(result)
+        kills = [None] if workers > 1 or args.kill_at is None else [None, args.kill_at]
+        for kill_at in kills:
+            result = run_crawl(args, the_plan, crawl, certs, args.out, workers, kill_at)
+            if workers > 1:
+                result["urls_known"] = results[0]["urls_known"]
+            fig = figures(the_plan, result, rate)
+            print(json.dumps(fig, indent=1), flush=True)
+            report["runs"].append(fig)  # type: ignore[attr-defined]
+            results.append(result)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     plot(the_plan, results, args.out / "space.png")
     return 0 if all(r["ok"] for r in report["runs"]) else 1  # type: ignore[attr-defined,index]

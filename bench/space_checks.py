@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from manners.fetch.outcome import read_body
 from manners.robots import asked_spacing
-from space_model import TRAP_PATH, Host, Space
+from space_model import CLOSED, TRAP_PATH, Host, Space
 
 ROBOTS_PATHS = frozenset({"/robots.txt", "robots.txt", "0/robots.txt"})
 CAPS = "caps.txt"  # a hole's capabilities, asked once by the crawler after robots.txt
@@ -202,6 +202,16 @@ class Request:
     status: str
     sent: int
 
+    @property
+    def cut(self) -> bool:
+        """Closed before its request came (the client killed): a connection that asked nothing."""
+        return self.status.startswith(CLOSED)
+
+
+def is_page(r: Request) -> bool:
+    """``r`` asked for a page: not robots.txt or caps.txt, and not a connection closed unasked."""
+    return r.path not in META_PATHS and not r.cut
+
 
 def read_logs(paths: Iterable[Path]) -> list[Request]:
     out = []
@@ -234,6 +244,9 @@ class Verdict:
     short: list[tuple[str, float, float]] = field(default_factory=list)  # host, gap, spacing due
     # host, robots.txt (and caps.txt) requests, planned: read again past its attempts (a dead host)
     robots_again: list[tuple[str, int, int]] = field(default_factory=list)
+    # a crawl killed and resumed: pages asked before the kill (in flight, or answered but not yet
+    # settled in the frontier) and again after it.  Not a failure; one asked long before is (twice)
+    again_after_kill: list[tuple[str, str]] = field(default_factory=list)
     pages: int = 0
     requests: int = 0
 
@@ -249,41 +262,68 @@ class Verdict:
         )
 
     def summary(self) -> str:
-        def few(xs: list[object]) -> str:
+        def few(xs: Sequence[object]) -> str:
             return f"{len(xs)}" + (f" (e.g. {xs[:3]})" if xs else "")
 
         return (
-            f"{self.requests} requests, {self.pages} pages; missing {few(self.missing)}; "  # type: ignore[arg-type]
-            f"twice {few(self.twice)}; disallowed {few(self.disallowed)}; "  # type: ignore[arg-type]
-            f"unplanned {few(self.unplanned)}; in flight together {few(self.overlaps)}; "  # type: ignore[arg-type]
-            f"gaps under spacing {few(self.short)}; robots.txt read again {few(self.robots_again)}"  # type: ignore[arg-type]
-        )  # type: ignore[arg-type]
+            f"{self.requests} requests, {self.pages} pages; missing {few(self.missing)}; "
+            f"twice {few(self.twice)}; disallowed {few(self.disallowed)}; "
+            f"unplanned {few(self.unplanned)}; in flight together {few(self.overlaps)}; "
+            f"gaps under spacing {few(self.short)}; robots.txt read again {few(self.robots_again)}"
+            + (f"; asked again after the kill {few(self.again_after_kill)}" if self.again_after_kill else "")
+        )
 
 
-def check(plan: Plan, requests: list[Request], tolerance: float = 0.003) -> Verdict:
-    """The servers' logs against the plan (see the module's docstring)."""
+IN_FLIGHT_AT_KILL = 11.0  # seconds: the bench's crawl timeout (10 s) and a second
+
+
+def _in_flight_at(killed: float, got: list[Request], path: str) -> bool:
+    """``path`` asked once before ``killed`` (lately enough to have been in flight) and once after."""
+    before = [r.accepted for r in got if r.path == path and r.accepted < killed and not r.cut]
+    after = [r for r in got if r.path == path and r.accepted >= killed and not r.cut]
+    return len(before) >= 1 and len(after) >= 1 and killed - max(before) <= IN_FLIGHT_AT_KILL
+
+
+def check(
+    plan: Plan, requests: list[Request], tolerance: float = 0.003, killed: float | None = None
+) -> Verdict:
+    """The servers' logs against the plan (see the module's docstring).
+
+    ``killed``: when the crawl was SIGKILLed (and then resumed with the same command).  A page
+    asked before it and again after it is allowed once more if its last request before the kill
+    began within ``IN_FLIGHT_AT_KILL`` seconds of it (the crawl's timeout and then some: it was in
+    flight, or its settling not yet committed); robots.txt is judged on each side of the kill
+    apart (a resumed crawl reads it again: the robot cache of the bench's crawl is in memory)."""
     v = Verdict(requests=len(requests))
     by_host: dict[str, list[Request]] = defaultdict(list)
     for r in requests:
         by_host[r.host].append(r)
     for name, hp in plan.hosts.items():
         got = by_host.get(name, [])
+        asks = [r for r in got if not r.cut]
         counts: dict[str, int] = defaultdict(int)
         for r in got:
-            if r.path not in META_PATHS:
+            if is_page(r):
                 counts[r.path] += 1
         for path, times in hp.pages.items():
             n = counts.pop(path, 0)
             if n == 0:
                 v.missing.append((name, path))
             elif n > times:
-                v.twice.append((name, path, n))
+                if killed is not None and n == times + 1 and _in_flight_at(killed, got, path):
+                    v.again_after_kill.append((name, path))
+                else:
+                    v.twice.append((name, path, n))
             v.pages += min(n, 1)
         for path in counts:
             (v.disallowed if path in hp.disallowed or not hp.readable else v.unplanned).append((name, path))
-        meta = sum(1 for r in got if r.path in META_PATHS)
-        if meta > hp.robots_requests:
-            v.robots_again.append((name, meta, hp.robots_requests))
+        sides = [asks]
+        if killed is not None:
+            sides = [[r for r in asks if r.accepted < killed], [r for r in asks if r.accepted >= killed]]
+        for side in sides:
+            meta = sum(1 for r in side if r.path in META_PATHS)
+            if meta > hp.robots_requests:
+                v.robots_again.append((name, meta, hp.robots_requests))
         # one at a time, and spaced
         got.sort(key=lambda r: r.accepted)
         for a, b in itertools.pairwise(got):

@@ -52,6 +52,7 @@ FACTOR = 50.0  # time compression: one second of the bench stands for FACTOR sec
 MEAN_SIZE = 26_000
 MAX_SIZE = 1_000_000
 TRAP_PATH = "/cal/"
+CLOSED = "closed"  # the status a server logs for a connection closed before its request came
 ORDINARY_SECTIONS = ("/posts/", "/notes/", "/log/", "/docs/", "/music/", "/archive/", "/photos/", "/")
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from space_model import TRAP_PATH, Host, Space, build
+from space_model import CLOSED, TRAP_PATH, Host, Space, build
 
 ROBOTS_SELECTOR = "/robots.txt"  # where a hole keeps robots.txt (the crawler tries robots.txt first)
 READ_TIMEOUT = 10.0
@@ -165,12 +165,15 @@ class Server:
         peer_info = writer.get_extra_info("peername")
         peer = f"{peer_info[0]}:{peer_info[1]}" if peer_info else "?"
         delay = host.rtt / self.factor
-        asked, request, status, sent = accepted, "", "-", 0
+        asked, request, status, sent = accepted, "", CLOSED, 0  # closed (or cut) before its request
         try:
             await asyncio.sleep(delay)  # the TLS handshake is done (asyncio's): its round trip
             raw = await asyncio.wait_for(reader.readline(), READ_TIMEOUT)
             asked = time.time()
             request = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not raw.endswith(b"\n"):  # the client went (killed) before its request was whole
+                return
+            status = "-"
             await asyncio.sleep(delay)
             if host.scheme == "gemini":
                 status, data = self.answers.gemini(host, request)

@@ -129,6 +129,26 @@ def test_the_log_checks_pass_a_clean_log_and_catch_each_fault() -> None:
     assert [o[0] for o in check(p, overlap).overlaps] == ["a.test"]
 
 
+def test_across_a_kill_only_a_page_in_flight_may_be_asked_again_and_robots_txt_is_read_once_a_side() -> None:
+    """A crawl SIGKILLed at 5.0 s and resumed: a page asked just before the kill and again after
+    it was in flight (allowed once, and counted); one asked long before and again after is asked
+    twice; robots.txt read again after the kill is the resumed process's first read."""
+    p = plan(hand_space(), CRAWL)
+    base = clean_log()
+    again = [*base, req(4.9, "/pub/5.gmi", took=0.5), req(6.0, "/robots.txt"), req(6.1, "/pub/5.gmi")]
+    again = [r for r in again if not (r.path == "/pub/5.gmi" and r.accepted < 2)]
+    v = check(p, again, killed=5.0)
+    assert v.ok(), v.summary()
+    assert v.again_after_kill == [("a.test", "/pub/5.gmi")]
+    assert not check(p, again).ok()  # without the kill, both are faults
+    long_before = [*base, req(16.0, "/robots.txt"), req(16.1, "/pub/5.gmi")]  # first asked at 1.2 s
+    v = check(p, long_before, killed=15.0)  # 13.8 s before the kill: it was settled, or timed out
+    assert v.twice == [("a.test", "/pub/5.gmi", 2)]
+    assert v.robots_again == [] and v.again_after_kill == []
+    read_twice_after = [*again, req(6.05, "/robots.txt")]
+    assert check(p, read_twice_after, killed=5.0).robots_again == [("a.test", 2, 1)]
+
+
 def crawl_space(tmp_path: Path, *more: str) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     """bench/space.py run on its 40-host space (``more``: its further options): report, process."""
     out = tmp_path / "space"
@@ -159,16 +179,23 @@ def crawl_space(tmp_path: Path, *more: str) -> tuple[dict[str, Any], subprocess.
     return json.loads((out / "report.json").read_text()), done
 
 
-CLEAN = {"missing": 0, "twice": 0, "disallowed": 0, "unplanned": 0, "overlaps": 0, "short": 0}
+CLEAN = dict.fromkeys(("missing", "twice", "disallowed", "unplanned", "overlaps", "short", "robots_again"), 0)
 
 
 def test_a_crawl_of_40_hosts_fetches_every_allowed_page_once_and_keeps_spacing(tmp_path: Path) -> None:
-    report, done = crawl_space(tmp_path)
-    run = report["runs"][0]
+    """And again SIGKILLed 3 s in and resumed by the same command: every page once still (those in
+    flight at the kill aside), the spacing kept across the kill, the makespan from the first start."""
+    report, done = crawl_space(tmp_path, "--kill-at", "3")
+    run, killed = report["runs"]
     assert run["exit"] == [0], done.stderr[-2000:]
     assert run["counts"] == CLEAN, run["checks"]
     assert run["pages_checked"] == report["pages_planned"] > 200
     assert run["makespan_s"] >= run["politeness_bound_s"] > 0
+    assert killed["run"] == "single-killed"
+    assert killed["exit"] == [0], done.stderr[-2000:]
+    assert killed["counts"] == CLEAN, killed["checks"]
+    assert killed["pages_checked"] == report["pages_planned"]
+    assert killed["makespan_s"] > killed["killed_at_s"] >= 3
     assert (tmp_path / "space" / "space.png").stat().st_size > 10_000
     assert done.returncode == 0
 
