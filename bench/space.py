@@ -378,10 +378,14 @@ def _ended(p: subprocess.Popen[str]) -> _End:
 
 def _frontier(run: Path, redis: bool) -> tuple[int, int]:
     """(bytes the frontier takes, URLs it knows)."""
-    if redis:  # the URLs it knows are those the single process knew (the same space): see main
+    if redis:  # the URLs it knows: every state's count (manners crawl status, as an admin asks)
         import redis as redis_client
 
-        return int(redis_client.Redis(port=6390).info("memory")["used_memory"]), 0
+        used = int(redis_client.Redis(port=6390).info("memory")["used_memory"])
+        cmd = [PYTHON, "-m", "manners", "crawl", "status", "--frontier", "redis://127.0.0.1:6390/0"]
+        said = subprocess.run([*cmd, "--name", "space", "--json"], capture_output=True, text=True, env=_env())
+        counts = json.loads(said.stdout).get("urls", {}) if said.returncode == 0 else {}
+        return used, sum(int(counts.get(k, 0)) for k in ("queued", "in_flight", "done"))
     db = run / "out0" / "frontier.sqlite3"
     size = sum(p.stat().st_size for p in db.parent.glob("frontier.sqlite3*"))
     with sqlite3.connect(db) as c:
@@ -532,6 +536,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warc", action="store_true", help="let the crawl write WARC files")
     p.add_argument("--out", type=Path, default=Path("space-out"))
     p.add_argument("--profile", action="store_true", help="run the crawl under cProfile (RUN/crawl.prof)")
+    p.add_argument("--no-single", action="store_true", help="the fleets only (--workers), not one process")
     p.add_argument(
         "--kill-at",
         type=float,
@@ -590,15 +595,13 @@ def main(argv: list[str] | None = None) -> int:
         "runs": [],
     }
     results = []
-    for workers in [1, *fleet]:
+    for workers in [*([] if args.no_single else [1]), *fleet]:
         rate = (
             0.0 if args.no_bare else bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
         )
         kills = [None] if workers > 1 or args.kill_at is None else [None, args.kill_at]
         for kill_at in kills:
             result = run_crawl(args, the_plan, crawl, certs, args.out, workers, kill_at)
-            if workers > 1:
-                result["urls_known"] = results[0]["urls_known"]
             fig = figures(the_plan, result, rate)
             print(json.dumps(fig, indent=1), flush=True)
             report["runs"].append(fig)  # type: ignore[attr-defined]
