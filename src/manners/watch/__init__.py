@@ -1,0 +1,7 @@
+"""``manners watch``: who keeps your robots.txt, read from the server's own access logs.
+
+A server's access log is the one witness an admin has of what robots did.  This package reads
+the logs real Gemini, Gopher and Web servers write (:mod:`.logs`, pure: one parser a format;
+:mod:`.sources`, the files: rotated siblings, gzip, bad bytes) so that the layers above can
+judge each robot against the robots.txt that was in force.
+"""
