@@ -181,7 +181,7 @@ class LogReader:
             if filled >= DETECT_LINES:
                 break
         texts = [t for _, t in head if t is not None and t.strip()]
-        fmt = self._format(path, texts, len(head))
+        fmt = self._format(path, texts, any(t is None for _, t in head))
         summary = FileRead(name, fmt.name if fmt else None)
         self.files.append(summary)
         if fmt is None:
@@ -206,7 +206,7 @@ class LogReader:
                 summary.hits += 1
                 yield parsed
 
-    def _format(self, path: Path, texts: list[str], read: int) -> Format | None:
+    def _format(self, path: Path, texts: list[str], overlong: bool) -> Format | None:
         name = safe(str(path))
         if self.fmt is not None:
             fmt = FORMATS[self.fmt]
@@ -215,7 +215,7 @@ class LogReader:
                 raise LogError(f"{name} is not a {fmt.name} log: none of its first {first} lines is one.")
             return fmt
         if not texts:
-            if read:  # lines, every one too long
+            if overlong:  # lines, every one too long
                 raise LogError(f"{name} is not an access log: its first lines are longer than any log's.")
             return None  # empty: nothing to read, nothing wrong
         found = detect(texts)
