@@ -98,6 +98,8 @@ def test_molly_brown_lines() -> None:
                                                  "gemini://localhost/robots.txt", "20", None, None,
                                                  "access.log", 7)  # fmt: skip
     assert parse("molly-brown", MOLLY[1]).target == "-"
+    closed = "2026-11-29T11:13:57Z\t127.0.0.1\t40\t-"  # a connection closed before its request
+    assert FORMATS["molly-brown"].parse(closed, "", 0) is NOISE
     six = parse("molly-brown", MOLLY[3])
     assert (six.client, six.host, six.when) == ("::1", "localhost:1965", T + 1)
 

@@ -238,8 +238,9 @@ def parse_jetforce(line: str, file: str = "", number: int = 0) -> Parsed:
 
 # molly-brown (Debian 0.0~git20210124), its AccessLog: tab-separated, time in RFC 3339 (UTC):
 #   2026-11-29T11:14:34Z<TAB>127.0.0.1<TAB>20<TAB>gemini://localhost/robots.txt
-# IPv6 clients in brackets ("[::1]"); a request it could not parse as a URL is logged "-"; the
-# URL is logged as Go re-writes it (percent-encoded).
+# IPv6 clients in brackets ("[::1]"); a request it could not parse as a URL is logged "-" (59),
+# a connection closed before its request "-" (40: noise); the URL as Go re-writes it
+# (percent-encoded).
 _MOLLY = re.compile(
     r"(?P<t>\d{4}-\d\d-\d\dT[^\t]+)\t(?P<client>[^\t]*)\t(?P<status>\d+)\t(?P<url>.*)\Z", re.S
 )
@@ -253,6 +254,8 @@ def parse_molly_brown(line: str, file: str = "", number: int = 0) -> Parsed:
     if when is None:
         return None
     url = m["url"]
+    if url == "-" and m["status"] == "40":  # a connection closed before it sent a request
+        return NOISE
     return Hit(when, _address(m["client"]), "gemini", _authority(url), url, m["status"], None, None,
                file, number)  # fmt: skip
 
