@@ -90,11 +90,7 @@ class RobotVerdict:
     @property
     def offences(self) -> int:
         """Requests held against it: forbidden, closer than asked, sooner than a slow-down allowed."""
-        return (
-            self.charged
-            + sum(p.closer for p in self.pacing)
-            + sum(s.ignored for s in self.slow_downs)
-        )
+        return self.charged + sum(p.closer for p in self.pacing) + sum(s.ignored for s in self.slow_downs)
 
 
 @dataclass(frozen=True)

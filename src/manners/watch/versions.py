@@ -13,6 +13,7 @@ file).  A WHEN that is no time is a ValueError whose message is one sentence.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,9 +24,7 @@ from manners.robots import RobotsTxt, parse
 __all__ = ["Version", "Versions", "parse_when", "shown_when", "split_robots"]
 
 # RFC 3339's date-time (a space for the T, as its section 5.6 note allows), or its full-date.
-_RFC3339 = re.compile(
-    r"\d{4}-\d\d-\d\d(?:[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d))?\Z", re.ASCII
-)
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d(?:[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d))?\Z", re.ASCII)
 _EXAMPLE = "RFC 3339 such as 2026-11-29T12:00:00Z, or a date such as 2026-11-29 (its midnight UTC)"
 
 
@@ -91,13 +90,16 @@ class Versions:
             raise ValueError("no robots.txt was given: name one with --robots FILE[@WHEN] or --site URL.")
         undated = [v for v in given if v.since is None]
         if len(undated) > 1:
-            raise ValueError("only one robots.txt may be given without @WHEN (the one in force from the start).")
+            raise ValueError(
+                "only one robots.txt may be given without @WHEN (the one in force from the start)."
+            )
         dated = sorted((v for v in given if v.since is not None), key=lambda v: v.since or 0.0)
-        for earlier, later in zip(dated, dated[1:], strict=False):
+        for earlier, later in itertools.pairwise(dated):
             if earlier.since == later.since:
-                raise ValueError(f"two robots.txt versions are dated {shown_when(later.since)}: give each its own moment.")
+                moment = shown_when(later.since)
+                raise ValueError(f"two robots.txt versions are dated {moment}: give each its own moment.")
         self.items: tuple[Version, ...] = (*undated, *dated)
-        self._starts = [v.since for v in dated]
+        self._starts = [v.since for v in dated if v.since is not None]
         self._offset = len(undated)
         self._parsed: dict[tuple[int, str], RobotsTxt] = {}
 
