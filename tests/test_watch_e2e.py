@@ -231,9 +231,19 @@ def test_jetforce(tmp_path: Path) -> None:
         ask = gemini_asker(port)
         edit = visit(root, ask, lambda: crawl(f"gemini://localhost:{port}/", tmp_path / "crawl"), "gemini")
         settle(log, "/late/x.txt")
+        url = f"gemini://localhost:{port}/"
+        live = watch(str(log), "--site", url, "--cache", "memory", "--timeout", "10",
+                     "--since", rfc3339(since), "--json")  # fmt: skip
     data = judged(log, root, edit, since)
     check(data, log, edit)
     assert data["logs"][0]["format"] == "jetforce"
+    # --site: the live file (the edited one) is the only version, fetched by manners' own fetcher
+    assert live.returncode == 1, live.stderr
+    fetched = json.loads(live.stdout)
+    assert fetched["versions"] == [{"robots": f"gemini://localhost:{port}/robots.txt", "since": None}]
+    by = {r["client"]: r for r in fetched["robots"]}
+    [breach] = by[NO_ROBOTS]["breaches"]
+    assert (breach["line"], breach["requests"]) == (2, 2)
     crawler = {r["client"]: r for r in data["robots"]}[CRAWLER]
     assert crawler["robots_first"] and crawler["requests"] >= 3  # robots.txt, the index, pages
 
