@@ -8,6 +8,7 @@ client sent escaped on the way out.
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -221,6 +222,8 @@ def test_control_bytes_from_a_client_come_out_escaped(
             ["LOG", "--robots", "ROBOTS", "--robots", "ROBOTS"],
             "only one robots.txt may be given without @WHEN",
         ),
+        (["LOG", "--site", "notaurl"], "--site takes a server's URL"),
+        (["LOG", "--site", "CLOSED", "--cache", "memory", "--timeout", "5"], "could not be fetched"),
     ],
 )
 def test_bad_input_is_one_sentence_and_exit_status_2(
@@ -231,11 +234,15 @@ def test_bad_input_is_one_sentence_and_exit_status_2(
     binary.write_bytes(b"\x7fELF\x00\x01\x02" * 100)
     text = tmp_path / "notes.txt"
     text.write_text("Dear diary,\nnothing happened today.\n")
-    names = {"LOG": log, "ROBOTS": robots, "NOPE": tmp_path / "nope", "BINARY": binary, "TEXT": text}
-    given = [a for arg in args for a in [arg]]
+    closed = socket.socket()  # bound, not listening: a connection to it is refused
+    closed.bind(("127.0.0.1", 0))
+    names = {"LOG": log, "ROBOTS": robots, "NOPE": tmp_path / "nope", "BINARY": binary, "TEXT": text,
+             "CLOSED": f"gemini://127.0.0.1:{closed.getsockname()[1]}/"}  # fmt: skip
+    given = list(args)
     for name, path in names.items():
         given = [a.replace(name, str(path)) if a.split("@")[0] == name else a for a in given]
-    code, out, err = run(capsys, *given)
+    with closed:
+        code, out, err = run(capsys, *given)
     assert code == 2 and out == ""
     assert err.startswith("manners: ") and err.count("\n") == 1 and said in err, err
 
