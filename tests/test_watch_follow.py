@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from manners.watch.follow import Follower, Line, follow
-from manners.watch.sources import MAX_LINE, LogError, lines, rotated
+from manners.watch.follow import FollowedLog, Follower, Line, follow
+from manners.watch.sources import MAX_LINE, LogError, LogReader, lines, rotated
 
 pytestmark = pytest.mark.quick
 
@@ -279,3 +279,38 @@ def test_follow_gives_line_by_line(tmp_path: Path) -> None:
         return got
 
     assert asyncio.run(main()) == [Line(str(log), 1, "a"), Line(str(log), 2, "b")]
+
+
+MOLLY = "2026-11-29T11:13:5{s}Z\t127.0.0.1\t20\tgemini://localhost/{p}\n"
+
+
+def test_followed_lines_become_the_requests_logreader_reads(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    first = "".join(MOLLY.format(s=i, p=f"a{i}") for i in range(3)) + "garbage \x1b[2J\n"
+    log.write_text(first)
+    reader = FollowedLog([log])
+    whole = LogReader([log])
+    expected = list(whole)
+
+    async def body(c: Collector) -> None:
+        await c.until(4)
+        assert reader.hits(c.lines[:4]) == []  # three requests and a bad line: too few to tell yet
+        got = reader.hits([], settle=True)  # caught up: told by what there is
+        assert got == expected and [h.target for h in got] == [f"gemini://localhost/a{i}" for i in range(3)]
+        assert reader.files == whole.files and reader.shown == whole.shown
+        append(log, MOLLY.format(s=9, p="later").encode() + b"\x07more\n")
+        await c.until(6)
+        later = reader.hits(c.lines[4:])
+        assert [(h.target, h.line) for h in later] == [("gemini://localhost/later", 5)]
+        assert reader.files[0].hits == 4 and reader.files[0].unparsed == 2
+
+    scenario(body, log)
+
+
+def test_a_followed_file_that_is_no_log_is_one_sentence(tmp_path: Path) -> None:
+    reader = FollowedLog(["x.log"])
+    lines_ = [Line("x.log", n, f"just some prose, line {n}") for n in range(1, 51)]
+    with pytest.raises(
+        LogError, match=r"^x\.log is not an access log manners reads: none of its first 50 lines"
+    ):
+        reader.hits(lines_)

@@ -32,13 +32,15 @@ import io
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from manners.terminal import safe
-from manners.watch.sources import _GZIP_MAGIC, _SNIFF, MAX_LINE, LogError, lines, rotated
+from manners.watch.logs import DETECT_LINES, NOISE, Format, Hit
+from manners.watch.sources import _GZIP_MAGIC, _SNIFF, MAX_LINE, FileRead, LogError, LogReader, lines, rotated
 
-__all__ = ["BATCH", "LINGER", "Follower", "Line", "follow"]
+__all__ = ["BATCH", "LINGER", "FollowedLog", "Follower", "Line", "follow"]
 
 LINGER = 5.0  # seconds a renamed log is still read after it last grew
 CHUNK = 1 << 20  # bytes read at a time
@@ -291,3 +293,69 @@ async def follow(
                 yield line
     finally:
         follower.close()
+
+
+@dataclass
+class FollowedLog(LogReader):
+    """Followed lines read into requests as :class:`LogReader` reads a file: each file's format
+    found from its first lines (or ``fmt``), the same counts in :attr:`files` and the same
+    unparseable lines in :attr:`shown`, LogError for a file that is no log.  A file's lines
+    wait until its format can be told: DETECT_LINES lines, or the moment the follower has
+    caught up (its empty batch: pass ``settle=True``).  A new file under a LOG's name (rotation,
+    truncation) keeps that LOG's format and counts."""
+
+    _read: dict[str, tuple[Format, FileRead]] = field(default_factory=dict, repr=False)
+    _heads: dict[str, list[Line]] = field(default_factory=dict, repr=False)
+
+    def hits(self, batch: Sequence[Line], *, settle: bool = False) -> list[Hit]:
+        """The requests among ``batch``'s lines (and those held until now)."""
+        found: list[Hit] = []
+        for line in batch:
+            known = self._read.get(line.file)
+            if known is not None:
+                self._take(known[0], known[1], line, found)
+                continue
+            head = self._heads.setdefault(line.file, [])
+            head.append(line)
+            if sum(t is None or (t != "" and not t.isspace()) for _, _, t in head) >= DETECT_LINES:
+                self._decide(line.file, found)
+        if settle:
+            for name in list(self._heads):
+                self._decide(name, found)
+        return found
+
+    def _decide(self, name: str, found: list[Hit]) -> None:
+        head = self._heads[name]
+        texts = [t for _, _, t in head if t is not None and t.strip()]
+        overlong = any(t is None for _, _, t in head)
+        if not texts and not overlong:
+            return  # empty lines only: nothing to tell the format by yet
+        fmt = self._format(Path(name), texts, overlong)
+        assert fmt is not None  # None only for a file with no line
+        summary = FileRead(name, fmt.name)
+        self.files.append(summary)
+        self._read[name] = (fmt, summary)
+        del self._heads[name]
+        for line in head:
+            self._take(fmt, summary, line, found)
+
+    def _take(self, fmt: Format, summary: FileRead, line: Line, found: list[Hit]) -> None:
+        """One line, as LogReader.read takes it."""
+        _, number, text = line
+        if text is None:
+            summary.lines += 1
+            summary.overlong += 1
+            self._unparsed(summary, number, None)
+            return
+        if not text or text.isspace():
+            return
+        summary.lines += 1
+        parsed = fmt.parse(text, line.file, number)
+        if parsed is None:
+            self._unparsed(summary, number, text)
+        elif parsed is NOISE:
+            summary.noise += 1
+        else:
+            assert isinstance(parsed, Hit)
+            summary.hits += 1
+            found.append(parsed)
