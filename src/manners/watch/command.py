@@ -5,18 +5,27 @@ The command line over the layers below: it reads the robots.txt versions (files 
 fetcher, with its deadline), reads the LOGs (:mod:`.sources`), keeps the requests between
 ``--since`` and ``--until``, feeds them to the :class:`~manners.watch.judge.Judge` and shows
 its report (:mod:`.render`).  ``--nft FILE`` writes the impolite clients as an nftables set
-(:mod:`manners.watch.nft`), ``--follow`` keeps reading as the logs grow
-(:mod:`manners.watch.follow`); both are imported only when asked for.
+(:mod:`.nft`).
+
+``--follow`` keeps reading as the logs grow (:mod:`.follow`), until SIGINT or SIGTERM: the
+judge is fed each batch of lines, and each time the follower has caught up with every log the
+report is asked again, each verdict that changed is said (a robot newly impolite, or charged
+more: one line, or one JSON object a line with ``--json``) and the --nft set rewritten if it
+changed; at the end, the whole report as without --follow.
 
 Exit status, as the other commands': 0 when every robot kept the file, 1 when any is
-impolite, 2 for a usage error, a robots.txt that cannot be had, or a LOG that is not an
-access log (one sentence, never a traceback).
+impolite (with --follow: in the last report), 2 for a usage error, a robots.txt that cannot be
+had, or a LOG that is not an access log (one sentence, never a traceback).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import asyncio
+import contextlib
+import json
+import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,14 +34,18 @@ from ..diagnostics import quoted
 from ..output import Out, UsageError
 from ..source import blocked, read_source, unread_note
 from ..targets import check_url, is_url, scheme_profile
+from ..terminal import readable
 from .clients import DEFAULT_GROUPING, Grouping, parse_group
+from .follow import FollowedLog, Follower
 from .judge import Judge
 from .logs import FORMATS, Hit
-from .render import Watched, as_json, show
+from .nft import NftError, write_set
+from .render import Watched, as_json, change_json, change_line, show
 from .sources import LogError, LogReader
+from .verdicts import Report, RobotVerdict
 from .versions import Version, Versions, parse_when, shown_when, split_robots
 
-__all__ = ["EXAMPLES", "add_parser", "cmd_watch", "read_versions", "window"]
+__all__ = ["EXAMPLES", "POLL", "add_parser", "changes", "cmd_watch", "read_versions", "window"]
 
 EXAMPLES = """examples:
   manners watch /var/log/nginx/access.log --site https://example.org/
@@ -49,6 +62,8 @@ reading forbids it: the one in force then, and the one it last fetched within 24
 
 exit status: 0 every robot kept robots.txt; 1 some robot is impolite;
 2 a usage error, a robots.txt that cannot be had, or a LOG that is no access log"""
+
+POLL = 0.25  # seconds between two looks at a followed log
 
 
 def add_parser(sub: Any, common: Callable[..., None]) -> argparse.ArgumentParser:
@@ -95,12 +110,6 @@ def add_parser(sub: Any, common: Callable[..., None]) -> argparse.ArgumentParser
     common(p, robot=False)
     p.set_defaults(func=cmd_watch, agent="*", role=[])
     return p
-
-
-def _alongside(name: str) -> Any:
-    """``manners.watch.nft`` or ``.follow``, imported only when its option is given (by name: they
-    are written alongside this module; once both are in, plain imports can take this one's place)."""
-    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _moment(option: str, text: str | None) -> float | None:
@@ -186,50 +195,147 @@ def cmd_watch(args: argparse.Namespace, out: Out) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     folding = Judge(versions, grouping=grouping)
+    run = Run(folding, given, grouping, since, until, args, out)
     if args.follow:
-        code: int = _alongside("follow").follow(
-            args.logs, fmt=args.format, judge=folding, since=since, until=until, nft=args.nft, out=out
-        )
-        return code
+        return asyncio.run(run.follow())
     reader = LogReader(args.logs, args.format)
-    untimed = [0]
     try:
-        for hit in window(reader, since, until, untimed):
+        for hit in window(reader, since, until, run.untimed):
             folding.feed(hit)
     except LogError as exc:
         raise UsageError(str(exc).rstrip(".")) from None
-    return finish(folding, reader, given, grouping, since, until, untimed[0], args, out)
-
-
-def finish(
-    folding: Judge,
-    reader: LogReader,
-    given: list[Version],
-    grouping: Grouping,
-    since: float | None,
-    until: float | None,
-    untimed: int,
-    args: argparse.Namespace,
-    out: Out,
-) -> int:
-    """Show the report, write the --nft set; the exit status."""
-    names = dict.fromkeys(f.format for f in reader.files if f.format)
-    folding.formats = tuple(FORMATS[name] for name in names)
-    report = folding.report()
-    notes = []
-    if untimed:
-        notes.append(
-            f"--since and --until cannot be applied to {untimed} request{'s' if untimed != 1 else ''} "
-            "logged without a time: they were judged"
-        )
-    watched = Watched(report, reader.files, reader.shown, given, grouping, since, until, tuple(notes))
-    if args.nft:
-        try:
-            _alongside("nft").write_set(args.nft, report)
-        except OSError as exc:
-            raise UsageError(f"cannot write --nft {quoted(args.nft)}: {exc.strerror}") from None
+    watched = run.watched(reader)
+    run.write_nft(watched.report)
     if out.json:
         out.data(as_json(watched))
     else:
         show(watched, out)
-    return 1 if report.impolite else 0
+    return 1 if watched.report.impolite else 0
+
+
+Key = tuple[str, str | None, str]  # a robot: its client, product token and kind
+
+
+def changes(before: dict[Key, int], report: Report) -> list[tuple[str, RobotVerdict]]:
+    """The verdicts that changed since ``before`` (each impolite robot's offences then, updated
+    here): ``impolite`` for a robot newly impolite, ``charged`` for one charged more."""
+    found = []
+    for r in report.impolite:
+        key = (r.client, r.token, r.kind)
+        was = before.get(key)
+        if was is None or r.offences > was:
+            found.append(("impolite" if was is None else "charged", r))
+            before[key] = r.offences
+    return found
+
+
+class Run:
+    """One ``manners watch``: the judge and what the report is shown with."""
+
+    def __init__(
+        self,
+        folding: Judge,
+        given: list[Version],
+        grouping: Grouping,
+        since: float | None,
+        until: float | None,
+        args: argparse.Namespace,
+        out: Out,
+    ) -> None:
+        self.folding = folding
+        self.given = given
+        self.grouping = grouping
+        self.since = since
+        self.until = until
+        self.args = args
+        self.out = out
+        self.untimed = [0]  # requests without a time when --since or --until was given
+
+    def watched(self, reader: LogReader) -> Watched:
+        """The report so far and what it was made from."""
+        names = dict.fromkeys(f.format for f in reader.files if f.format)
+        self.folding.formats = tuple(FORMATS[name] for name in names)
+        report = self.folding.report()
+        notes = []
+        untimed = self.untimed[0]
+        if untimed:
+            notes.append(
+                f"--since and --until cannot be applied to {untimed} request{'s' if untimed != 1 else ''} "
+                "logged without a time: they were judged"
+            )
+        return Watched(
+            report, list(reader.files), list(reader.shown), self.given, self.grouping, self.since, self.until,
+            tuple(notes),
+        )  # fmt: skip
+
+    def write_nft(self, report: Report) -> None:
+        if self.args.nft:
+            try:
+                write_set(self.args.nft, report)
+            except NftError as exc:
+                raise UsageError(str(exc).rstrip(".")) from None
+
+    async def follow(self) -> int:
+        """Follow the logs until SIGINT or SIGTERM; the exit status of the last report."""
+        follower = Follower(self.args.logs, poll=POLL)
+        reader = FollowedLog(self.args.logs, self.args.format)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(number, stop.set)
+        reading = asyncio.ensure_future(self._read(follower, reader))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if reading.done():
+                reading.result()  # LogError, NftError: said as one sentence
+        except LogError as exc:
+            raise UsageError(str(exc).rstrip(".")) from None
+        finally:
+            for task in (reading, stopped):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, LogError, UsageError):
+                    await task
+            follower.close()
+            for number in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(Exception):
+                    loop.remove_signal_handler(number)
+        try:  # lines held to tell their file's format: judged too
+            for hit in window(reader.hits([], settle=True), self.since, self.until, self.untimed):
+                self.folding.feed(hit)
+        except LogError as exc:
+            raise UsageError(str(exc).rstrip(".")) from None
+        watched = self.watched(reader)
+        if self.out.json:
+            self._record(as_json(watched))
+        else:
+            self.out.line("")
+            show(watched, self.out)
+        return 1 if watched.report.impolite else 0
+
+    async def _read(self, follower: Follower, reader: FollowedLog) -> None:
+        """Feed the judge batch by batch; at each catching up, say what changed."""
+        before: dict[Key, int] = {}
+        first = True
+        async for batch in follower.batches():
+            caught_up = not batch
+            for hit in window(reader.hits(batch, settle=caught_up), self.since, self.until, self.untimed):
+                self.folding.feed(hit)
+            if not caught_up:
+                continue
+            watched = self.watched(reader)
+            changed = changes(before, watched.report)
+            for change, robot in changed:
+                if self.out.json:
+                    self._record(change_json(change, robot, watched))
+                else:
+                    self.out.line(change_line(change, robot), "bold red" if change == "impolite" else "")
+            if changed or first:
+                self.write_nft(watched.report)
+            first = False
+            sys.stdout.flush()
+
+    def _record(self, value: Any) -> None:
+        """One JSON object on one line (JSON lines), every byte that is not UTF-8 as text."""
+        print(json.dumps(readable(value)), flush=True)

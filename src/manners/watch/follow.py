@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from manners.terminal import safe
 from manners.watch.logs import DETECT_LINES, NOISE, Format, Hit
-from manners.watch.sources import _GZIP_MAGIC, _SNIFF, MAX_LINE, FileRead, LogError, LogReader, lines, rotated
+from manners.watch.sources import GZIP_MAGIC, MAX_LINE, SNIFF, FileRead, LogError, LogReader, lines, rotated
 
 __all__ = ["BATCH", "LINGER", "FollowedLog", "Follower", "Line", "follow"]
 
@@ -93,7 +93,7 @@ class _Tail:
             raise LogError(f"{safe(str(path))} cannot be read: {safe(exc.strerror or str(exc))}.") from None
         st = os.fstat(handle.fileno())
         tail = cls(name, path, handle, (st.st_dev, st.st_ino))
-        if handle.read(2) == _GZIP_MAGIC:
+        if handle.read(2) == GZIP_MAGIC:
             tail.compressed = True  # read whole by sources.lines, never appended to
         handle.seek(0)
         if at_end and not tail.compressed:
@@ -139,7 +139,7 @@ class _Tail:
                 yield batch
             return
         while chunk := self.handle.read(CHUNK):
-            if self.pos < _SNIFF and b"\0" in chunk[: _SNIFF - self.pos]:
+            if self.pos < SNIFF and b"\0" in chunk[: SNIFF - self.pos]:
                 raise LogError(f"{safe(str(self.path))} is a binary file, not an access log.")
             self.pos += len(chunk)
             self.grew = time.monotonic()

@@ -24,9 +24,11 @@ from manners.watch.sources import FileRead, Unparsed
 from manners.watch.verdicts import Breach, Example, Pacing, Report, RobotVerdict, SlowDown
 from manners.watch.versions import Version, shown_when
 
-__all__ = ["SHOWN_EXAMPLES", "Watched", "as_json", "cells", "show"]
+__all__ = ["CHANGES", "SHOWN_EXAMPLES", "Watched", "as_json", "cells", "change_json", "change_line", "show"]
 
 SHOWN_EXAMPLES = 3  # offending requests shown under each impolite robot, of each kind
+#: What ``--follow`` says of a verdict that changed: its name in JSON, its words for people.
+CHANGES = {"impolite": "impolite", "charged": "charged more"}
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,12 @@ def show(watched: Watched, out: Out) -> None:
             out.line(f"    {u.file}:{u.line}  {u.text}", "dim")
 
 
+def change_line(change: str, r: RobotVerdict) -> str:
+    """A verdict that changed while following, for people: ``impolite CLIENT (KIND): reasons``
+    for a robot newly impolite, ``charged more CLIENT (KIND): reasons`` when its charges grew."""
+    return f"{CHANGES[change]} {who(r)} ({r.kind}): {'; '.join(r.reasons)}"
+
+
 # -- for scripts -----------------------------------------------------------------------------
 
 
@@ -221,10 +229,19 @@ def _robot(r: RobotVerdict, since: dict[str, float | None]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _since(watched: Watched) -> dict[str, float | None]:
+    return {shown_when(v.since): v.since for v in watched.versions}
+
+
+def change_json(change: str, r: RobotVerdict, watched: Watched) -> dict[str, Any]:
+    """A verdict that changed while following, as one JSON line (docs/json.md, watch change)."""
+    return {"change": change, "robot": _robot(r, _since(watched))}
+
+
 def as_json(watched: Watched) -> dict[str, Any]:
     """The report as the JSON ``manners watch --json`` prints (described in docs/json.md)."""
     report = watched.report
-    since = {shown_when(v.since): v.since for v in watched.versions}
+    since = _since(watched)
     o = report.others
     return {
         "logs": [{"path": f.path, "format": f.format, "lines": f.lines, "requests": f.hits, "noise": f.noise,

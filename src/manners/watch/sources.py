@@ -25,13 +25,24 @@ from typing import BinaryIO
 from manners.terminal import safe
 from manners.watch.logs import DETECT_LINES, FORMATS, NOISE, Format, Hit, detect
 
-__all__ = ["MAX_LINE", "SHOWN", "FileRead", "LogError", "LogReader", "Unparsed", "lines", "rotated"]
+__all__ = [
+    "GZIP_MAGIC",
+    "MAX_LINE",
+    "SHOWN",
+    "SNIFF",
+    "FileRead",
+    "LogError",
+    "LogReader",
+    "Unparsed",
+    "lines",
+    "rotated",
+]
 
 MAX_LINE = 16 * 1024  # bytes in a line; beyond, the line is unparseable (nginx's longest is 8 KiB)
 SHOWN = 5  # unparseable lines kept to be shown
 SHOWN_CHARS = 200  # characters of each
-_SNIFF = 8192  # bytes read to tell a text file from a binary one
-_GZIP_MAGIC = b"\x1f\x8b"
+SNIFF = 8192  # bytes read to tell a text file from a binary one
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class LogError(Exception):
@@ -93,7 +104,7 @@ def _open(path: Path) -> BinaryIO:
         raise LogError(f"{safe(str(path))} is a directory, not an access log.") from None
     except OSError as exc:
         raise LogError(f"{safe(str(path))} cannot be read: {safe(exc.strerror or str(exc))}.") from None
-    if raw.read(2) == _GZIP_MAGIC:
+    if raw.read(2) == GZIP_MAGIC:
         raw.seek(0)
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     raw.seek(0)
@@ -110,7 +121,7 @@ def lines(path: Path) -> Iterator[tuple[int, str | None]]:
     with _open(path) as stream:
         compressed = isinstance(stream, gzip.GzipFile)
         try:
-            if b"\0" in stream.peek(_SNIFF)[:_SNIFF]:  # type: ignore[attr-defined]
+            if b"\0" in stream.peek(SNIFF)[:SNIFF]:  # type: ignore[attr-defined]
                 raise LogError(f"{name} is a binary file, not an access log.")
             number = 0
             while chunk := stream.readline(MAX_LINE + 1):
