@@ -218,6 +218,10 @@ def test_control_bytes_from_a_client_come_out_escaped(
         (["NOPE", "--robots", "ROBOTS"], "cannot be read"),
         (["BINARY", "--robots", "ROBOTS"], "is a binary file, not an access log"),
         (["TEXT", "--robots", "ROBOTS"], "is not an access log manners reads"),
+        (["BINARY", "--robots", "ROBOTS", "--follow"], "is a binary file, not an access log"),
+        (["TEXT", "--robots", "ROBOTS", "--follow"], "is not an access log manners reads"),
+        (["LOG", "--robots", "ROBOTS", "--nft", "NODIR"], "cannot be written: No such file"),
+        (["LOG", "--robots", "ROBOTS", "--follow", "--nft", "NODIR"], "cannot be written: No such file"),
         (
             ["LOG", "--robots", "ROBOTS", "--robots", "ROBOTS"],
             "only one robots.txt may be given without @WHEN",
@@ -237,6 +241,7 @@ def test_bad_input_is_one_sentence_and_exit_status_2(
     closed = socket.socket()  # bound, not listening: a connection to it is refused
     closed.bind(("127.0.0.1", 0))
     names = {"LOG": log, "ROBOTS": robots, "NOPE": tmp_path / "nope", "BINARY": binary, "TEXT": text,
+             "NODIR": tmp_path / "nope" / "x.nft",
              "CLOSED": f"gemini://127.0.0.1:{closed.getsockname()[1]}/"}  # fmt: skip
     given = list(args)
     for name, path in names.items():
@@ -252,3 +257,28 @@ def test_an_empty_log_has_no_robot(tmp_path: Path, robots: Path, capsys: pytest.
     log.write_text("")
     code, out, _ = run(capsys, str(log), "--robots", str(robots))
     assert code == 0 and "no robot in the log" in out and f"read {log} (empty)" in out
+
+
+def test_nft_writes_the_impolite_address_with_its_reason_and_rewrites_only_on_change(
+    tmp_path: Path, robots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = write_log(tmp_path / "access.log", FORMATS["jetforce"], visits())
+    nft = tmp_path / "impolite.nft"
+    code, _, _ = run(capsys, str(log), "--robots", str(robots), "--nft", str(nft))
+    assert code == 1
+    text = nft.read_text()
+    [element] = [line.strip() for line in text.splitlines() if line.startswith("\t192.0.2.")]
+    assert element == f'{RUDE} comment "disallowed for * by line 2 of the robots.txt of always: 2 requests"'
+    assert POLITE not in text
+    inode = nft.stat().st_ino
+
+    code, _, _ = run(capsys, str(log), "--robots", str(robots), "--nft", str(nft))
+    assert code == 1 and nft.stat().st_ino == inode and nft.read_text() == text  # the same: not rewritten
+
+    with log.open("a") as f:  # one more forbidden request: the reason changes
+        f.write(FORMATS["jetforce"](RUDE, T + 31, "/private/3") + "\n")
+    code, _, _ = run(capsys, str(log), "--robots", str(robots), "--nft", str(nft))
+    assert code == 1 and nft.stat().st_ino != inode
+    assert (
+        "line 2 of the robots.txt of always: 3 requests" in nft.read_text() and POLITE not in nft.read_text()
+    )

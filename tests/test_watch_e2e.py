@@ -12,6 +12,12 @@ purpose-written rude clients, each from its own loopback address (all of 127/8 i
 
 Then ``manners watch LOG --robots old --robots new@EDIT`` on the log the server wrote: exactly
 the rude ones are named, each with the right rule, line and count, and no polite client is charged.
+
+And ``manners watch LOG --follow --json`` as the admin runs it, a process of its own, on a log
+the test writes as a server does: appended, rotated by rename under it (written to a moment
+longer, as a server does before it reopens its log), a new log begun; each verdict that changes
+said as a JSON line as it happens, and at SIGTERM the whole report with every request counted
+exactly once, exit status 1, no traceback.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
+import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -272,6 +281,111 @@ def test_nginx(tmp_path: Path) -> None:
     data = judged(log, root, edit, since)
     check(data, log, edit, web=True)
     assert data["logs"][0]["format"] == "combined"
+
+
+def jetforce_line(client: str, t: float, path: str) -> str:
+    stamp = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(t))
+    return f'{client} [{stamp}] "gemini://localhost{path}" 20 "text/gemini" 10\n'
+
+
+class Followed:
+    """``manners watch ... --follow --json`` running, its stdout read line by line by a thread."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "manners", "watch", *args, "--follow", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        assert self.proc.stdout is not None
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self.lines.put(line)
+
+    def next_change(self, timeout: float = 20.0) -> dict[str, Any]:
+        """The next JSON line printed: a change."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            self.proc.kill()
+            raise AssertionError(
+                f"no change said in {timeout} s; stderr: {self.proc.communicate()[1]}"
+            ) from None
+        data: dict[str, Any] = json.loads(line)
+        assert "change" in data, data
+        return data
+
+    def stop(self) -> tuple[int, list[dict[str, Any]], str]:
+        """SIGTERM: the exit status, the JSON lines still to come, stderr."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
+        time.sleep(0.2)  # the reader thread has the last lines
+        rest = []
+        while not self.lines.empty():
+            rest.append(json.loads(self.lines.get()))
+        return code, rest, err
+
+
+def test_follow_through_rotation_says_each_change_and_counts_every_request_once(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private\n")  # line 2
+    log, nft = tmp_path / "access.log", tmp_path / "impolite.nft"
+    polite, rude, late = "192.0.2.1", "192.0.2.2", "192.0.2.3"  # late: impolite only after rotation
+    t = 1795950837.0
+    log.write_text("".join(jetforce_line(c, t, "/robots.txt") for c in (polite, rude, late)))  # lines 1-3
+    watching = Followed(str(log), "--robots", str(robots), "--nft", str(nft))
+
+    def append(path: Path, *requests: tuple[str, float, str]) -> None:
+        with path.open("a") as f:
+            f.write("".join(jetforce_line(*r) for r in requests))
+
+    append(log, (polite, t + 10, "/a"), (rude, t + 11, "/private/1"), (late, t + 12, "/c"))  # lines 4-6
+    change = watching.next_change()
+    assert (change["change"], change["robot"]["client"], change["robot"]["charged"]) == ("impolite", rude, 1)
+    assert change["robot"]["verdict"] == "impolite" and change["robot"]["requests"] == 2
+    assert [e["line"] for e in change["robot"]["breaches"][0]["examples"]] == [5]
+
+    append(log, (polite, t + 20, "/b"), (rude, t + 21, "/private/2"))  # lines 7-8
+    change = watching.next_change()
+    assert (change["change"], change["robot"]["client"], change["robot"]["charged"]) == ("charged", rude, 2)
+
+    # logrotate: renamed, and the server writes once more to the renamed file before it reopens
+    log.rename(tmp_path / "access.log.1")
+    append(tmp_path / "access.log.1", (polite, t + 30, "/d"))  # line 9 of the log it was
+    time.sleep(0.6)  # a poll or two with no access.log at all
+    append(log, (late, t + 40, "/private/x"), (polite, t + 41, "/e"), (rude, t + 42, "/f"))  # new: 1-3
+    change = watching.next_change()
+    assert (change["change"], change["robot"]["client"], change["robot"]["charged"]) == ("impolite", late, 1)
+    [breach] = change["robot"]["breaches"]
+    assert [(e["file"], e["line"], e["url"]) for e in breach["examples"]] == [
+        (str(log), 1, "gemini://localhost/private/x")
+    ]
+    assert "impolite4" in nft.read_text() and late in nft.read_text()
+
+    code, rest, err = watching.stop()
+    assert code == 1, err
+    assert "Traceback" not in err and err == "", err
+    [report] = rest  # no change more: the whole report
+    assert "change" not in report and report["impolite"] == 2
+    by = {r["client"]: r for r in report["robots"]}
+    counts = {c: (by[c]["requests"], by[c]["charged"], by[c]["verdict"]) for c in by}
+    assert counts == {polite: (5, 0, "polite"), rude: (4, 2, "impolite"), late: (3, 1, "impolite")}
+    assert report["logs"] == [
+        {"path": str(log), "format": "jetforce", "lines": 12, "requests": 12, "noise": 0, "unparsed": 0,
+         "overlong": 0}
+    ]  # fmt: skip
+    text = nft.read_text()
+    assert rude in text and late in text and polite not in text
 
 
 @pytest.fixture(autouse=True)

@@ -326,14 +326,14 @@ class Run:
                 continue
             watched = self.watched(reader)
             changed = changes(before, watched.report)
+            if changed or first:  # the set first: when a change is said, the file holds it
+                self.write_nft(watched.report)
+            first = False
             for change, robot in changed:
                 if self.out.json:
                     self._record(change_json(change, robot, watched))
                 else:
                     self.out.line(change_line(change, robot), "bold red" if change == "impolite" else "")
-            if changed or first:
-                self.write_nft(watched.report)
-            first = False
             sys.stdout.flush()
 
     def _record(self, value: Any) -> None:
