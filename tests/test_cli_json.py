@@ -279,12 +279,12 @@ def test_watch_and_its_follow_lines(env: dict[str, str], tmp_path: Path) -> None
         return time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(t))
 
     t = 1795950837.0
-    web = [("192.0.2.1", 0, "/robots.txt", 200, "PoliteBot/1.0"), ("192.0.2.1", 5, "/a", 200, "PoliteBot/1.0"),
-           ("192.0.2.2", 0, "/robots.txt", 200, "RudeBot/2"), ("192.0.2.2", 1, "/private/x", 200, "RudeBot/2"),
-           ("192.0.2.2", 1, "/c", 429, "RudeBot/2"), ("192.0.2.2", 2, "/d", 200, "RudeBot/2")]  # fmt: skip
+    polite, rude = ("192.0.2.1", "PoliteBot/1.0"), ("192.0.2.2", "RudeBot/2")
+    web = [(*polite, 0, "/robots.txt", 200), (*polite, 5, "/a", 200), (*rude, 0, "/robots.txt", 200),
+           (*rude, 1, "/private/x", 200), (*rude, 1, "/c", 429), (*rude, 2, "/d", 200)]  # fmt: skip
     log = tmp_path / "access.log"
     log.write_text(
-        "".join(f'{c} - - [{clf(t + d)}] "GET {p} HTTP/1.1" {s} 10 "-" "{ua}"\n' for c, d, p, s, ua in web)
+        "".join(f'{c} - - [{clf(t + d)}] "GET {p} HTTP/1.1" {s} 10 "-" "{ua}"\n' for c, ua, d, p, s in web)
         + "not a log line at all\n"
     )
     robots = tmp_path / "robots.txt"

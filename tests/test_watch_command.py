@@ -282,3 +282,33 @@ def test_nft_writes_the_impolite_address_with_its_reason_and_rewrites_only_on_ch
     assert (
         "line 2 of the robots.txt of always: 3 requests" in nft.read_text() and POLITE not in nft.read_text()
     )
+
+
+def test_following_says_a_robot_newly_impolite_then_each_time_it_is_charged_more() -> None:
+    """What --follow says at each catching up (changes, change_line): nothing for the polite one,
+    nothing when no charge grew."""
+    from manners.watch.command import changes
+    from manners.watch.judge import Judge
+    from manners.watch.logs import FORMATS as PARSERS
+    from manners.watch.logs import Hit
+    from manners.watch.render import change_line
+    from manners.watch.versions import Version, Versions
+
+    folding = Judge(Versions([Version(ROBOTS)]))
+    said: dict[tuple[str, str | None, str], int] = {}
+    requests = iter(enumerate(visits(), 1))
+
+    def feed(n: int) -> list[str]:
+        for _ in range(n):
+            number, request = next(requests)
+            hit = PARSERS["jetforce"].parse(FORMATS["jetforce"](*request), "access.log", number)
+            assert isinstance(hit, Hit)
+            folding.feed(hit)
+        return [change_line(change, r) for change, r in changes(said, folding.report())]
+
+    rule = "disallowed for * by line 2 of the robots.txt of always"
+    assert feed(3) == []  # both read robots.txt, the polite one a page
+    assert feed(1) == [f"impolite {RUDE} (gemini): {rule}: 1 request"]
+    assert feed(1) == []  # the polite one's page
+    assert feed(1) == [f"charged more {RUDE} (gemini): {rule}: 2 requests"]
+    assert changes(said, folding.report()) == []  # asked again, nothing new

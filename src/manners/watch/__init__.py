@@ -5,6 +5,8 @@ the logs real Gemini, Gopher and Web servers write (:mod:`.logs`, pure: one pars
 :mod:`.sources`, the files: rotated siblings, gzip, bad bytes) so that the layers above can
 judge each robot against the robots.txt that was in force: :mod:`.versions` (dated robots.txt),
 :mod:`.clients` (who made a request), :mod:`.judge` (the fold to a :mod:`.verdicts` report).
-On top, :mod:`.command` (the command line) and :mod:`.render` (its table and JSON); no lower
-layer imports them.
+Beside them, :mod:`.nft` (the impolite clients as an nftables set, for the firewall) and
+:mod:`.follow` (the logs read on as the server writes and rotates them).  On top,
+:mod:`.command` (the command line) and :mod:`.render` (its table and JSON); no lower layer
+imports them.
 """
