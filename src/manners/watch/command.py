@@ -45,7 +45,7 @@ from .sources import LogError, LogReader
 from .verdicts import Report, RobotVerdict
 from .versions import Version, Versions, parse_when, shown_when, split_robots
 
-__all__ = ["EXAMPLES", "POLL", "add_parser", "changes", "cmd_watch", "read_versions", "window"]
+__all__ = ["EXAMPLES", "POLL", "Run", "add_parser", "changes", "cmd_watch", "read_versions", "window"]
 
 EXAMPLES = """examples:
   manners watch /var/log/nginx/access.log --site https://example.org/
