@@ -1,4 +1,4 @@
-"""Real servers on loopback for the test-suite: nginx, gophernicus, pygopherd, jetforce and Redis.
+"""Real servers on loopback for the test-suite: nginx, gophernicus, pygopherd, jetforce, agate and Redis.
 
 Each context manager starts one server as a subprocess in its own process group, with its
 configuration, logs and output in a private temporary directory, waits until its port(s)
@@ -13,7 +13,8 @@ Where the executables come from:
 - ``nginx``: Debian package nginx-light (or any nginx >= 1.19),
 - ``gophernicus`` and ``socat``: Debian packages of the same names,
 - ``jetforce`` and ``pygopherd``: PyPI packages ``jetforce==1.0.0`` and ``pygopherd==3.1.0``
-  (test-only; looked up next to the running Python first, i.e. in the virtualenv).
+  (test-only; looked up next to the running Python first, i.e. in the virtualenv),
+- ``agate``: the crate ``agate`` 3.3.25, which scripts/setup builds into the virtualenv.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "JetforceHosts",
     "Listen",
     "ServerFailed",
+    "agate",
     "free_port",
     "gophernicus",
     "group_members",
@@ -77,6 +79,7 @@ _PROVIDERS: dict[str, str] = {
     "gophernicus": "the Debian package gophernicus (apt-get install gophernicus)",
     "jetforce": "the PyPI package jetforce (pip install jetforce==1.0.0)",
     "pygopherd": "the PyPI package pygopherd (pip install pygopherd==3.1.0)",
+    "agate": "the crate agate (scripts/setup: cargo install agate --version 3.3.25 --root .venv)",
     "redis-server": "the Debian package redis-server (apt-get install redis-server)",
     "redis-cli": "the Debian package redis-tools (apt-get install redis-tools)",
 }
@@ -265,10 +268,12 @@ def _serve(
     env: dict[str, str] | None = None,
     logs: Sequence[Path] = (),
     hosts: Sequence[str] | None = None,
+    stdout: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``cmd`` in its own process group until the ``ports`` accept (on ``hosts[i]``, default
-    127.0.0.1); stop the group on exit."""
-    stdout_path = workdir / f"{name}.stdout"
+    127.0.0.1); stop the group on exit.  Its standard output goes to ``stdout`` if given (a
+    server that writes its access log there)."""
+    stdout_path = stdout or workdir / f"{name}.stdout"
     stderr_path = workdir / f"{name}.stderr"
     command = shlex.join(cmd)
 
@@ -496,10 +501,11 @@ application/zip\t\t\t\tzip
 
 
 @contextmanager
-def pygopherd(root: Path, advertised_port: int | None = None) -> Iterator[int]:
+def pygopherd(root: Path, advertised_port: int | None = None, log: Path | None = None) -> Iterator[int]:
     """pygopherd with a generated INI configuration, serving ``root``. Yields the port.
 
     Its menus name ``advertised_port`` (default: the port it listens on), e.g. a logging proxy's.
+    ``log``: where its log goes (``logmethod = file``: its standard output); default none.
 
     Files are sent as they are (LF kept), without a final ``.`` line; menu lines carry Gopher+'s
     fifth field ``+``; ``robots.txt`` is hidden from menus (but served).
@@ -534,7 +540,7 @@ abstract_headers = yes
 abstract_entries = always
 
 [logger]
-logmethod = none
+logmethod = {"file" if log else "none"}
 
 [GopherEntry]
 defaultmimetype = text/plain
@@ -585,14 +591,23 @@ iconmapping = {{'h': 'text.gif', '0': 'text.gif', '1': 'folder.gif', 'i': 'blank
 """
         conf_path = work / "pygopherd.conf"
         conf_path.write_text(conf)
-        with _serve("pygopherd", [exe, str(conf_path)], [port], work):
+        with _serve("pygopherd", [exe, str(conf_path)], [port], work, stdout=log):
             yield port
 
 
 @contextmanager
-def jetforce(root: Path, port: int | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[int]:
+def jetforce(
+    root: Path,
+    port: int | None = None,
+    tls: tuple[Path, Path] | None = None,
+    *,
+    log: Path | None = None,
+    host: str = HOST,
+) -> Iterator[int]:
     """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost`` on ``port``
     (default: a free one). Yields the port; start it again on that port to play a new certificate.
+    ``log``: where its access log goes (its standard output). ``host``: where it listens
+    (``"::"``: IPv6 and IPv4 loopback alike, IPv4 clients logged as ``::ffff:127.0.0.1``).
 
     Request URLs must name ``localhost`` (no port, or this port): any other host, including
     127.0.0.1, gets ``53``. The certificate is ``tls`` (certificate file, key file) or else a
@@ -603,11 +618,36 @@ def jetforce(root: Path, port: int | None = None, tls: tuple[Path, Path] | None 
     with tempfile.TemporaryDirectory(prefix="manners-jetforce-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         port = port or free_port()
-        cmd = [exe, "--host", HOST, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
+        cmd = [exe, "--host", host, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
         if tls is not None:
             cmd += ["--tls-certfile", str(tls[0]), "--tls-keyfile", str(tls[1])]
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
-        with _serve("jetforce", cmd, [port], work, env=env):
+        ready = HOST if host in ("::", "0.0.0.0") else host
+        with _serve("jetforce", cmd, [port], work, env=env, stdout=log, hosts=[ready]):
+            yield port
+
+
+@contextmanager
+def agate(root: Path, log: Path, *, ipv6: bool = False) -> Iterator[int]:
+    """agate (Gemini over TLS) serving ``root`` for the hostname ``localhost`` on a free port of
+    127.0.0.1 (and of ::1 with ``ipv6``), logging each request with the client's address
+    (``--log-ip``) to ``log`` (env_logger on its standard error, with times). Yields the port.
+
+    The port in a request URL is not checked (``--skip-port-check``); the certificate is one it
+    makes itself, in its temporary directory.
+    """
+    exe = _executable("agate")
+    with tempfile.TemporaryDirectory(prefix="manners-agate-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        port = free_port()
+        cmd = [exe, "--content", str(root), "--certs", str(work / "certs"), "--addr", f"{HOST}:{port}",
+               "--hostname", "localhost", "--skip-port-check", "--log-ip"]  # fmt: skip
+        if ipv6:
+            cmd += ["--addr", f"[::1]:{port}"]
+        env = {**os.environ, "RUST_LOG": "agate=info"}
+        # its log is its standard error: run it through sh to send that to the log file
+        shell = ["sh", "-c", 'exec "$@" 2>>"$LOG"', "sh", *cmd]
+        with _serve("agate", shell, [port], work, env={**env, "LOG": str(log)}, logs=[log]):
             yield port
 
 

@@ -158,7 +158,7 @@ def down_url() -> str:
 def test_the_docs_document_every_output() -> None:
     assert {"manners check", "manners explain", "manners lint", "manners fetch", "pages.jsonl",
             "manners crawl", "manners crawl status", "manners crawl audit", "manners site",
-            "manners diff", "manners serve"} <= set(SHAPES)  # fmt: skip
+            "manners diff", "manners serve", "manners watch", "watch change"} <= set(SHAPES)  # fmt: skip
     assert SHAPES["manners check"]["robots[].status"] == ({"integer", "null"}, False)
     assert SHAPES["pages.jsonl"]["fetched_at"] == ({"timestamp"}, False)
     vocabulary = set(re.findall(r"```text\njson: (.+?)\n", (DOCS / "json.md").read_text()))
@@ -266,3 +266,49 @@ def test_a_crawl_writes_pages_jsonl_in_the_same_vocabulary(tmp_path: Path, env: 
     assert {"fetched", "disallowed", "error"} <= outcomes, records
     fetched = next(r for r in records if r["outcome"] == "fetched")
     assert fetched["status"] == 20 and RFC3339.match(fetched["certificate"]["not_after"])
+
+
+def test_watch_and_its_follow_lines(env: dict[str, str], tmp_path: Path) -> None:
+    """A Web log with a rude robot (a disallowed page, closer than Crawl-delay, no wait after a
+    429) and an unparseable line, and a Gemini one that breaks a role's rules: every key filled."""
+    import signal
+    import subprocess
+    import time
+
+    def clf(t: float) -> str:
+        return time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(t))
+
+    t = 1795950837.0
+    polite, rude = ("192.0.2.1", "PoliteBot/1.0"), ("192.0.2.2", "RudeBot/2")
+    web = [(*polite, 0, "/robots.txt", 200), (*polite, 5, "/a", 200), (*rude, 0, "/robots.txt", 200),
+           (*rude, 1, "/private/x", 200), (*rude, 1, "/c", 429), (*rude, 2, "/d", 200)]  # fmt: skip
+    log = tmp_path / "access.log"
+    log.write_text(
+        "".join(f'{c} - - [{clf(t + d)}] "GET {p} HTTP/1.1" {s} 10 "-" "{ua}"\n' for c, ua, d, p, s in web)
+        + "not a log line at all\n"
+    )
+    robots = tmp_path / "robots.txt"
+    robots.write_text(ROBOTS + "\nUser-agent: archiver\nDisallow: /old\n")
+    gemini = tmp_path / "gemini.log"
+    gemini.write_text(
+        "".join(f'192.0.2.3 [{clf(t + d)}] "gemini://localhost{p}" 20 "text/gemini" 10\n'
+                for d, p in ((0, "/robots.txt"), (5, "/old/x"), (10, "/private/y")))
+    )  # fmt: skip
+    data = run_json("watch", str(log), str(gemini), "--robots", str(robots), env=env, code=1)
+    agrees("manners watch", data)
+    by = {r["client"]: r for r in data["robots"]}
+    rude, roles = by["192.0.2.2"], by["192.0.2.3"]
+    assert rude["pacing"][0]["examples"] and rude["slow_downs"][0]["examples"] and data["unparsed"]
+    assert rude["token"] == "rudebot" and roles["broke_roles"] == ["archiver"]
+
+    proc = subprocess.Popen([str(ENTRY), "watch", str(log), "--robots", str(robots), "--follow", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    assert proc.stdout is not None
+    change = json.loads(proc.stdout.readline())  # the first pass: the rude robot newly impolite
+    agrees("watch change", change)
+    assert (change["change"], change["robot"]["client"]) == ("impolite", "192.0.2.2")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and err == "", err
+    [last] = out.splitlines()
+    agrees("manners watch", json.loads(last))

@@ -599,9 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .admin.command import add_parsers as add_admin
     from .crawl.command import add_parser as add_crawl
+    from .watch.command import add_parser as add_watch
 
     add_crawl(sub)
     add_admin(sub, common)
+    add_watch(sub, common)
     return parser
 
 
