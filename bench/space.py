@@ -500,7 +500,8 @@ def plot(the_plan: Plan, results: list[dict[str, object]], path: Path) -> None:
             color="tab:gray",
             linestyle="--",
         )
-        ax2.set_ylabel("hosts")
+        ax2.set_ylabel("hosts (log scale)")
+        ax2.set_yscale("symlog", linthresh=10)  # thousands at the start, a handful at the end
         if result.get("killed_at") is not None:
             ax.axvline(result["killed_at"], color="tab:red", linestyle=":", label="SIGKILL, resumed")  # type: ignore[arg-type]
         ax.set_title(f"{result['label']}: makespan {result['makespan']:.1f} s")

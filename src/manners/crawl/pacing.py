@@ -46,7 +46,7 @@ class Pacing:
         self.shared = shared
         self.lease = lease
         self.hold_for = timeout + HOLD_MARGIN  # seconds a host's hold lasts unless renewed
-        self.handed: dict[str, str] = {}  # authority -> the hold ``turn`` took, until ``holding`` has it
+        self.handed: dict[str, str] = {}  # authority -> a page turn's hold, until ``holding`` has it
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
 
@@ -72,7 +72,12 @@ class Pacing:
         (and it is extended in the same step), else LeaseLost and no request leaves.
 
         On a fleet the claim also holds ``auth`` (see ``holding``, which the request is made in
-        and which releases it)."""
+        and which releases it).  A robots.txt fetch of the same host by this worker (the robot's
+        refresh, running beside the host's page task) takes turns of its own and never touches
+        the hold a page's turn handed on: it waits for it as another worker's would."""
+        stale = self.handed.pop(auth, None)
+        if stale is not None:  # this host's last page turn, whose request never began: let go at once
+            await self.frontier.release_hold(auth, stale, spacing)
         honoured, token = await self._take(auth, spacing, entry, lease)
         if token is not None:
             self.handed[auth] = token
@@ -81,10 +86,8 @@ class Pacing:
     async def _take(
         self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
     ) -> tuple[float | None, str | None]:
-        """``turn``'s work: the end of the wait honoured, and on a fleet the token of the hold taken."""
-        stale = self.handed.pop(auth, None)
-        if stale is not None:  # a turn whose request never began: its hold is let go at once
-            await self.frontier.release_hold(auth, stale, spacing)
+        """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
+        wait honoured, and on a fleet the token of the hold taken."""
         until = self.asked.get(auth, 0.0)
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
