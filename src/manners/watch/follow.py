@@ -37,8 +37,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from manners.terminal import safe
-from manners.watch.logs import DETECT_LINES, NOISE, Format, Hit
-from manners.watch.sources import GZIP_MAGIC, MAX_LINE, SNIFF, FileRead, LogError, LogReader, lines, rotated
+from manners.watch.logs import DETECT_LINES, Format, Hit
+from manners.watch.sources import (
+    GZIP_MAGIC,
+    MAX_LINE,
+    SNIFF,
+    FileRead,
+    LogError,
+    LogReader,
+    lines,
+    rotated,
+    telling,
+)
 
 __all__ = ["BATCH", "LINGER", "FollowedLog", "Follower", "Line", "follow"]
 
@@ -313,11 +323,11 @@ class FollowedLog(LogReader):
         for line in batch:
             known = self._read.get(line.file)
             if known is not None:
-                self._take(known[0], known[1], line, found)
+                self._found(known[0], known[1], line, found)
                 continue
             head = self._heads.setdefault(line.file, [])
             head.append(line)
-            if sum(t is None or (t != "" and not t.isspace()) for _, _, t in head) >= DETECT_LINES:
+            if sum(telling(t) for _, _, t in head) >= DETECT_LINES:
                 self._decide(line.file, found)
         if settle:
             for name in list(self._heads):
@@ -337,25 +347,10 @@ class FollowedLog(LogReader):
         self._read[name] = (fmt, summary)
         del self._heads[name]
         for line in head:
-            self._take(fmt, summary, line, found)
+            self._found(fmt, summary, line, found)
 
-    def _take(self, fmt: Format, summary: FileRead, line: Line, found: list[Hit]) -> None:
+    def _found(self, fmt: Format, summary: FileRead, line: Line, found: list[Hit]) -> None:
         """One line, as LogReader.read takes it."""
-        _, number, text = line
-        if text is None:
-            summary.lines += 1
-            summary.overlong += 1
-            self._unparsed(summary, number, None)
-            return
-        if not text or text.isspace():
-            return
-        summary.lines += 1
-        parsed = fmt.parse(text, line.file, number)
-        if parsed is None:
-            self._unparsed(summary, number, text)
-        elif parsed is NOISE:
-            summary.noise += 1
-        else:
-            assert isinstance(parsed, Hit)
-            summary.hits += 1
-            found.append(parsed)
+        hit = self._take(fmt, summary, line.file, line.number, line.text)
+        if hit is not None:
+            found.append(hit)

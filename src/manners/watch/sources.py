@@ -188,7 +188,7 @@ class LogReader:
         filled = 0
         for number, text in numbered:
             head.append((number, text))
-            filled += text is None or (text != "" and not text.isspace())
+            filled += telling(text)
             if filled >= DETECT_LINES:
                 break
         texts = [t for _, t in head if t is not None and t.strip()]
@@ -197,25 +197,32 @@ class LogReader:
         self.files.append(summary)
         if fmt is None:
             return
-        parse = fmt.parse
         for number, text in _chain(head, numbered):
-            if text is None:
-                summary.lines += 1
-                summary.overlong += 1
-                self._unparsed(summary, number, None)
-                continue
-            if not text or text.isspace():
-                continue
+            hit = self._take(fmt, summary, name, number, text)
+            if hit is not None:
+                yield hit
+
+    def _take(self, fmt: Format, summary: FileRead, name: str, number: int, text: str | None) -> Hit | None:
+        """One line of file ``name`` read as ``fmt`` (None: longer than MAX_LINE), counted in
+        ``summary``: the request it logs, if it logs one."""
+        if text is None:
             summary.lines += 1
-            parsed = parse(text, name, number)
-            if parsed is None:
-                self._unparsed(summary, number, text)
-            elif parsed is NOISE:
-                summary.noise += 1
-            else:
-                assert isinstance(parsed, Hit)
-                summary.hits += 1
-                yield parsed
+            summary.overlong += 1
+            self._unparsed(summary, number, None)
+            return None
+        if not text or text.isspace():
+            return None
+        summary.lines += 1
+        parsed = fmt.parse(text, name, number)
+        if parsed is None:
+            self._unparsed(summary, number, text)
+            return None
+        if parsed is NOISE:
+            summary.noise += 1
+            return None
+        assert isinstance(parsed, Hit)
+        summary.hits += 1
+        return parsed
 
     def _format(self, path: Path, texts: list[str], overlong: bool) -> Format | None:
         name = safe(str(path))
@@ -246,6 +253,11 @@ class LogReader:
             else:
                 shown = safe(text[:SHOWN_CHARS]) + ("…" if len(text) > SHOWN_CHARS else "")
             self.shown.append(Unparsed(summary.path, number, shown))
+
+
+def telling(text: str | None) -> bool:
+    """A line that counts towards telling a file's format: an overlong one (None) or one not blank."""
+    return text is None or (text != "" and not text.isspace())
 
 
 def _chain(
