@@ -152,7 +152,7 @@ def test_patient_waits_through_an_outage_then_gives_up_at_once(tmp_path: Path) -
         start = time.monotonic()
         with pytest.raises(FrontierError):
             await patient.counts()
-        assert time.monotonic() - start < 0.1  # given up: no second wait
+        assert time.monotonic() - start < 0.5  # given up: no second wait (that would be 1 s)
         await patient.close()
 
     asyncio.run(main())

@@ -82,9 +82,10 @@ def test_a_release_spaces_the_next_request_from_when_this_one_left(opener: Opene
 
 def test_a_dead_holders_hold_expires(opener: Opener) -> None:
     async def test(a: Frontier, b: Frontier) -> None:
-        assert await a.claim(A, 0.05, None, ("a", 0.3)) == 0
+        # a hold of 1.5 s: long enough that b's claim, made at once, finds it under any load
+        assert await a.claim(A, 0.05, None, ("a", 1.5)) == 0
         assert await b.claim(A, 0.05, None, ("b", 30.0)) > 0
-        await asyncio.sleep(0.45)  # a died: nothing renewed its hold
+        await asyncio.sleep(1.7)  # a died: nothing renewed its hold
         assert await b.claim(A, 0.05, None, ("b", 30.0)) == 0
         # a, were it alive after all, holds nothing: it neither renews nor releases b's hold
         assert not await a.renew_hold(A, "a", 30.0)
@@ -97,11 +98,11 @@ def test_a_dead_holders_hold_expires(opener: Opener) -> None:
 
 def test_a_token_that_does_not_hold_the_host_neither_renews_nor_releases_it(opener: Opener) -> None:
     async def test(a: Frontier, b: Frontier) -> None:
-        assert await a.claim(A, 0.05, None, ("a", 0.4)) == 0
+        assert await a.claim(A, 0.05, None, ("a", 1.5)) == 0
         assert not await b.renew_hold(A, "b", 30.0)
         assert not await b.release_hold(A, "b", 0.05)
         assert await a.renew_hold(A, "a", 30.0)  # the holder's renewal outlasts its first seconds
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.7)
         assert await b.claim(A, 0.05, None, ("b", 30.0)) > 0
         assert await a.release_hold(A, "a", 0.05)
         assert not await a.release_hold(A, "a", 0.05)  # once only

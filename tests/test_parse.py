@@ -390,6 +390,7 @@ def test_bad_arguments_get_clear_errors() -> None:
 # parser takes minutes here; these bounds are two orders of magnitude above ours.
 
 
+@pytest.mark.serial  # a time limit
 def test_many_stars_against_a_long_path_is_linear() -> None:
     robots = manners.parse("User-agent: *\nDisallow: /" + "*a" * 400 + "*b\n")
     path = "/" + "a" * 20_000
