@@ -16,6 +16,7 @@ pub mod rule;
 pub mod smallnet;
 pub mod table;
 pub mod target;
+pub mod watch;
 #[cfg(test)]
 mod testing;
 
