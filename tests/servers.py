@@ -603,11 +603,14 @@ def jetforce(
     *,
     log: Path | None = None,
     host: str = HOST,
+    rate_limit: str | None = None,
 ) -> Iterator[int]:
     """jetforce (Gemini over TLS) serving ``root`` for the hostname ``localhost`` on ``port``
     (default: a free one). Yields the port; start it again on that port to play a new certificate.
     ``log``: where its access log goes (its standard output). ``host``: where it listens
     (``"::"``: IPv6 and IPv4 loopback alike, IPv4 clients logged as ``::ffff:127.0.0.1``).
+    ``rate_limit``: its ``--rate-limit`` (``"3/10m"``: a client address's 4th request within the
+    window, counted from the start, and every one after, is answered ``44``).
 
     Request URLs must name ``localhost`` (no port, or this port): any other host, including
     127.0.0.1, gets ``53``. The certificate is ``tls`` (certificate file, key file) or else a
@@ -621,6 +624,8 @@ def jetforce(
         cmd = [exe, "--host", host, "--port", str(port), "--hostname", "localhost", "--dir", str(root)]
         if tls is not None:
             cmd += ["--tls-certfile", str(tls[0]), "--tls-keyfile", str(tls[1])]
+        if rate_limit is not None:
+            cmd += ["--rate-limit", rate_limit]
         env = {**os.environ, "TMPDIR": str(work), "PYTHONUNBUFFERED": "1"}
         ready = HOST if host in ("::", "0.0.0.0") else host
         with _serve("jetforce", cmd, [port], work, env=env, stdout=log, hosts=[ready]):
