@@ -312,3 +312,29 @@ def test_following_says_a_robot_newly_impolite_then_each_time_it_is_charged_more
     assert feed(1) == []  # the polite one's page
     assert feed(1) == [f"charged more {RUDE} (gemini): {rule}: 2 requests"]
     assert changes(said, folding.report()) == []  # asked again, nothing new
+
+
+def test_lines_out_of_order_are_judged_by_their_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jetforce writes a line when a request ends, with the time it began, and a log may be two
+    merged: lines come out of time order.  Judged by their times, a robot keeping a Crawl-delay
+    of 5 that read robots.txt first is that, whatever the order its lines were written in."""
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private\nCrawl-delay: 5\n")
+    polite = [(POLITE, T + 6 * n, "/robots.txt" if n == 0 else f"/p{n}") for n in range(5)]
+    rude = [(RUDE, T + 1, "/robots.txt"), (RUDE, T + 2, "/a"), (RUDE, T + 3, "/b"), (RUDE, T + 4, "/c")]
+    requests = sorted(polite + rude, key=lambda r: r[1], reverse=True)  # the last first
+    log = write_log(tmp_path / "access.log", FORMATS["jetforce"], requests)
+    code, data = as_json(capsys, str(log), "--robots", str(robots))
+    assert code == 1
+    by = {r["client"]: r for r in data["robots"]}
+    assert by[POLITE]["verdict"] == "polite" and by[POLITE]["robots_first"] is True
+    [pacing] = by[POLITE]["pacing"]
+    assert (pacing["shortest"], pacing["closer"]) == (6, 0)
+    assert by[RUDE]["verdict"] == "impolite" and by[RUDE]["robots_first"] is True
+    [pacing] = by[RUDE]["pacing"]
+    assert (pacing["shortest"], pacing["closer"]) == (1, 2)
+    assert (
+        by[POLITE]["first"] == "2026-11-29T11:13:57.000Z" and by[RUDE]["last"] == "2026-11-29T11:14:01.000Z"
+    )

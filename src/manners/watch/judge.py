@@ -185,14 +185,17 @@ class Judge:
             c = self._clients[key] = _Client(key[0], token, kind, Pace(kind))
         when = hit.when
         c.requests += 1
+        is_robots = _is_robots(hit.target, kind)
+        # its first request by time (a log's lines may be out of order), by line without times
+        if c.requests == 1 or (
+            when is not None and c.first is not None and (when < c.first or (when == c.first and is_robots))
+        ):
+            c.robots_first = is_robots
         if when is not None:
             c.timed += 1
             c.first = when if c.first is None else min(c.first, when)
             c.last = when if c.last is None else max(c.last, when)
         c.pace.add(when)
-        is_robots = _is_robots(hit.target, kind)
-        if c.requests == 1:
-            c.robots_first = is_robots
         host = self._host(c, hit, kind)
         self._slowed(c, host, hit)
         if is_robots:
