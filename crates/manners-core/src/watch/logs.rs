@@ -192,6 +192,9 @@ const MONTHS: [&str; 12] = [
 
 /// `29/Nov/2026:11:14:13 +0000` (Common Log Format) as epoch seconds; None if not one.
 fn clf_time(text: &str) -> Option<f64> {
+    if let Some(when) = clf_time_ascii(text.as_bytes()) {
+        return when;
+    }
     let mut r = Reader {
         chars: text.chars(),
     };
@@ -219,6 +222,48 @@ fn clf_time(text: &str) -> Option<f64> {
     }
     let days = days_from_civil(year, month, day);
     Some((days * 86_400 + hour * 3600 + minute * 60 + second - offset) as f64)
+}
+
+/// [`clf_time`] of a stamp of 26 bytes, byte by byte (the usual line): Some(None) when it is not
+/// one (a stamp of 26 bytes that are not all ASCII has too few characters to be one); None to
+/// read it character by character.
+fn clf_time_ascii(text: &[u8]) -> Option<Option<f64>> {
+    let shape = b"00/Mon/0000:00:00:00 +0000";
+    if text.len() != shape.len() {
+        return None;
+    }
+    let mut value = [0i64; 7];
+    let mut field = 0;
+    for (i, (&b, &want)) in text.iter().zip(shape).enumerate() {
+        match want {
+            b'0' if b.is_ascii_digit() => value[field] = value[field] * 10 + i64::from(b - b'0'),
+            b'0' => return Some(None),
+            b'M' | b'o' | b'n' | b'+' => {}
+            _ if b == want => {}
+            _ => return Some(None),
+        }
+        if matches!(i, 1 | 10 | 13 | 16 | 19 | 23) {
+            field += 1;
+        }
+    }
+    let Some(month) = MONTHS.iter().position(|m| m.as_bytes() == &text[3..6]) else {
+        return Some(None);
+    };
+    let sign = match text[21] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return Some(None),
+    };
+    let [day, year, hour, minute, second, oh, om] = value;
+    let month = month as i64 + 1;
+    if !real_time(year, month, day, hour, minute, second) {
+        return Some(None);
+    }
+    let offset = sign * (oh * 60 + om) * 60;
+    let days = days_from_civil(year, month, day);
+    Some(Some(
+        (days * 86_400 + hour * 3600 + minute * 60 + second - offset) as f64,
+    ))
 }
 
 /// The date and time of day `days` (from 1970-01-01) falls on: (year, month, day).
@@ -1320,10 +1365,11 @@ impl<'c> Iterator for Lines<'_, 'c> {
                 None => return None,
             };
             self.splitter.number += 1;
-            return Some((
-                self.splitter.number,
-                Line::Text(String::from_utf8_lossy(line)),
-            ));
+            let text = match std::str::from_utf8(line) {
+                Ok(text) => Cow::Borrowed(text), // the usual line: checked fast, not copied
+                Err(_) => String::from_utf8_lossy(line),
+            };
+            return Some((self.splitter.number, Line::Text(text)));
         }
     }
 }
