@@ -23,6 +23,7 @@ __all__ = [
     "head_lines",
     "normalise",
     "parse",
+    "parse_log_line",
     "product_token",
     "rate",
     "url_path",
@@ -171,3 +172,10 @@ def google_path(s: str) -> str: ...
 def gopher_selectors(s: str) -> tuple[str, ...]: ...
 def head_lines(data: bytes, n: int) -> bytes: ...
 def rate(value: str) -> RequestRate | None: ...
+
+# manners watch: one access-log line read as a format ("jetforce", "molly-brown", "agate",
+# "gophernicus", "pygopherd", "combined"): the fields of manners.watch.logs.Hit up to its size,
+# "noise" for a line of the server's that records no request, None for a line it does not read
+_LogHit = tuple[float | None, str | None, str, str | None, str, str | None, str | None, int | None]
+
+def parse_log_line(format: str, line: str) -> _LogHit | str | None: ...

@@ -6,6 +6,8 @@
 //! in `manners/robots.py`, which this calls back.
 #![forbid(unsafe_code)]
 
+mod watch_logs;
+
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -919,6 +921,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gopher_selectors, m)?)?;
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
+    watch_logs::register(m)?;
     Ok(())
 }
 
