@@ -9,6 +9,7 @@ use std::borrow::Cow;
 pub mod fold;
 pub mod logs;
 mod pyre;
+pub mod scan;
 
 /// One request, as much of it as a log line tells (Python's `manners.watch.logs.Hit`).
 /// Text the client sent is as it sent it: the server's own escapes undone.
