@@ -16,9 +16,9 @@ pub mod rule;
 pub mod smallnet;
 pub mod table;
 pub mod target;
-pub mod watch;
 #[cfg(test)]
 mod testing;
+pub mod watch;
 
 pub use line::Kind;
 pub use profile::Profile;

@@ -26,6 +26,8 @@ use pyo3::types::{PyBool, PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString
 /// are released only from this many lines, where the search outweighs it.
 const RELEASE_GIL_LARGE: usize = 2048;
 
+mod watch_fold;
+
 /// A profile's switches, as the engine reads them (built from a `manners.Profile`).
 #[pyclass(frozen, module = "manners._core", name = "Profile")]
 struct PyProfile {
@@ -919,6 +921,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gopher_selectors, m)?)?;
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
+    watch_fold::register(m)?;
     Ok(())
 }
 
