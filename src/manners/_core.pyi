@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable
 from datetime import datetime, time
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
@@ -16,6 +16,7 @@ __all__ = [
     "MenuScan",
     "Profile",
     "RobotsTxt",
+    "WatchFold",
     "agent_token",
     "google_escape",
     "google_path",
@@ -26,6 +27,7 @@ __all__ = [
     "product_token",
     "rate",
     "url_path",
+    "watch_client",
 ]
 
 MAX_LINE_BYTES: int
@@ -171,3 +173,44 @@ def google_path(s: str) -> str: ...
 def gopher_selectors(s: str) -> tuple[str, ...]: ...
 def head_lines(data: bytes, n: int) -> bytes: ...
 def rate(value: str) -> RequestRate | None: ...
+
+# the fold's sums of one robot, as WatchFold.export gives them (see its docstring)
+_Example = tuple[str, int, str, float | None]
+_Breach = tuple[str, str, int | None, str, int, tuple[_Example, ...]]
+_Host = tuple[str, int, float, float | None, int, tuple[_Example, ...], int, int, int, tuple[_Example, ...]]
+
+@final
+class WatchFold:
+    """The per-request fold of ``manners watch`` (driven by manners.watch.judge)."""
+
+    DAY: ClassVar[float]
+    TOLERANCE: ClassVar[float]
+    NEIGHBOURS: ClassVar[int]
+    SLOW_DOWN_WAIT: ClassVar[float]
+    EXAMPLES: ClassVar[int]
+    PERSON_SECONDS: ClassVar[float]
+    ROLES: ClassVar[tuple[str, str, str, str]]
+    PERSON_REQUESTS: ClassVar[dict[str, int]]
+
+    def __new__(
+        cls,
+        versions: Iterable[tuple[float | None, str, RobotsTxt, RobotsTxt, RobotsTxt]],
+        v4: int,
+        v6: int,
+        slow_down_wait: float,
+    ) -> WatchFold: ...
+    def feed(
+        self,
+        when: float | None,
+        client: str | None,
+        scheme: str,
+        host: str | None,
+        target: str,
+        status: str | None,
+        agent: str | None,
+        file: str,
+        line: int,
+    ) -> None: ...
+    def export(self) -> tuple[list[tuple[Any, ...]], int, int, int]: ...
+
+def watch_client(address: str, v4: int, v6: int) -> str: ...
