@@ -309,30 +309,51 @@ impl RobotsTxt {
         agent: &str,
         roles: RoleList<'_>,
     ) -> Result<bool, NotAPath> {
+        Ok(self.forbidding_rule(target, agent, roles)?.is_none())
+    }
+
+    /// The line of the rule that forbids `agent`, acting as `roles`, to fetch `target` (the
+    /// one `decide` gives); None when it may.  `allowed` with the line, without a reason.
+    pub fn forbidding(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Option<u32>, NotAPath> {
+        let rule = self.forbidding_rule(target, agent, roles)?;
+        Ok(rule.map(|r| self.table.number(r.entry as usize)))
+    }
+
+    fn forbidding_rule(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Option<Hit>, NotAPath> {
         let profile = self.profile_for(target);
         let policy = self.policy(profile, agent, roles);
         if policy.choices.is_empty() {
             if matches!(profile.target, Target::Rfc3986 | Target::Plain) {
                 url_path(target)?;
             }
-            return Ok(true);
+            return Ok(None);
         }
         let (first, second) = subjects(profile, target)?;
         let paths = [Some(first.as_ref()), second.as_deref()];
         let paths = || paths.into_iter().flatten();
         if paths().any(|p| profile.always_allows(p)) {
-            return Ok(true);
+            return Ok(None);
         }
         for path in paths() {
             for choice in &policy.choices {
                 if let Some(rule) = self.first(profile, choice, path) {
                     if !rule.allow {
-                        return Ok(false);
+                        return Ok(Some(rule));
                     }
                 }
             }
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// Like `allowed`, with the deciding rule, its line and the reason.

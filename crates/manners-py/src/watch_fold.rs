@@ -85,11 +85,11 @@ impl PyWatchFold {
     }
 
     fn examples<'py>(&self, py: Python<'py>, tally: &Tally) -> PyResult<Bound<'py, PyTuple>> {
-        let made = tally.examples.iter().map(|e: &Example| {
+        let made = self.fold.examples(tally).map(|e: Example<'_>| {
             (
                 self.files[e.file as usize].clone_ref(py),
                 e.line,
-                &*e.target,
+                e.target,
                 e.when,
             )
                 .into_pyobject(py)

@@ -263,32 +263,75 @@ impl Said {
 }
 
 /// One offending request: where the log has it, what was asked, and when.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Example {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Example<'a> {
     pub file: u32,
     pub line: u64,
-    pub target: Box<str>,
+    pub target: &'a str,
     pub when: Option<f64>,
+}
+
+/// An example as kept: its target in [`Examples::text`].
+#[derive(Clone, Debug, PartialEq)]
+struct Kept {
+    file: u32,
+    length: u32,
+    line: u64,
+    start: usize,
+    when: Option<f64>,
+}
+
+/// Every example kept, in one place (a tally holds their numbers): no allocation of its own
+/// for each.
+#[derive(Default)]
+struct Examples {
+    kept: Vec<Kept>,
+    text: String,
+}
+
+impl Examples {
+    fn get(&self, i: u32) -> Example<'_> {
+        let k = &self.kept[i as usize];
+        Example {
+            file: k.file,
+            line: k.line,
+            target: &self.text[k.start..k.start + k.length as usize],
+            when: k.when,
+        }
+    }
 }
 
 /// Requests of one kind, and the first few of them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tally {
     pub requests: u64,
-    pub examples: Vec<Example>,
+    /// The first EXAMPLES requests', numbers in [`Examples`].
+    examples: [u32; EXAMPLES],
 }
 
 impl Tally {
-    fn add(&mut self, hit: &Hit<'_>, file: u32, line: u64) {
-        self.requests += 1;
-        if self.examples.len() < EXAMPLES {
-            self.examples.push(Example {
+    fn add(&mut self, hit: &Hit<'_>, file: u32, line: u64, examples: &mut Examples) {
+        if self.requests < EXAMPLES as u64 {
+            let target = &*hit.target;
+            // a target past 4 GiB is kept cut (no log line is that long)
+            let length = target.len().min(u32::MAX as usize);
+            let target = &target[..target.floor_char_boundary(length)];
+            self.examples[self.requests as usize] = examples.kept.len() as u32;
+            examples.kept.push(Kept {
                 file,
+                length: target.len() as u32,
                 line,
-                target: hit.target.as_ref().into(),
+                start: examples.text.len(),
                 when: hit.when,
             });
+            examples.text.push_str(target);
         }
+        self.requests += 1;
+    }
+
+    /// How many examples it holds.
+    fn kept(&self) -> usize {
+        self.requests.min(EXAMPLES as u64) as usize
     }
 }
 
@@ -311,6 +354,7 @@ pub struct Breach {
     pub line: Option<u32>,
     /// That version (its index in the versions given; versions of one label are one).
     pub version: u32,
+    label: u32,
     pub tally: Tally,
 }
 
@@ -359,6 +403,8 @@ pub struct Client {
     pub unjudged: u64,
     /// "disallowed" ones (Star and Token) and "role" ones, as first made.
     pub breaches: Vec<Breach>,
+    /// Each breach's line and reading as one number, to find it among many at once.
+    breach_keys: Vec<u64>,
     /// Bit i: the versions it was judged by have rules for ROLES[i] (Gemini).
     pub roles: u8,
     /// In the order first asked.
@@ -387,6 +433,7 @@ impl Client {
             charged: 0,
             unjudged: 0,
             breaches: Vec::new(),
+            breach_keys: Vec::new(),
             roles: 0,
             hosts: Vec::new(),
         }
@@ -428,6 +475,18 @@ impl Names {
     }
 }
 
+/// A text of at most 15 bytes as a number (its bytes, then its length).
+fn packed(text: &str) -> Option<u128> {
+    let b = text.as_bytes();
+    if b.len() > 15 {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    bytes[..b.len()].copy_from_slice(b);
+    bytes[15] = b.len() as u8;
+    Some(u128::from_le_bytes(bytes))
+}
+
 /// Addresses told apart (a log repeats its clients): each read once.  Cleared when full, as
 /// grouped addresses may outnumber clients.
 const ADDRESSES: usize = 1 << 20;
@@ -449,6 +508,9 @@ pub struct Fold {
     token_said: Vec<Vec<u8>>,
     hosts: Names,
     by_key: HashMap<(u32, Option<u32>, Kind), u32>,
+    /// The same from an address as logged, when it is short enough to be a key by itself
+    /// (an IPv4 address is): one look-up a request, no string to compare.
+    by_short: HashMap<(u128, Option<u32>, Kind), u32>,
     /// (client, host) -> the host's index in the client's.
     host_of: HashMap<(u32, u32), u32>,
     clients: Vec<Client>,
@@ -456,6 +518,7 @@ pub struct Fold {
     /// Spacings asked: (version, kind, agent, minute of the day or -1) -> seconds.
     spacings: HashMap<(u32, Kind, Option<u32>, i16), f64>,
     readings: Vec<u32>,
+    examples: Examples,
 }
 
 impl Fold {
@@ -479,11 +542,13 @@ impl Fold {
             token_said: Vec::new(),
             hosts: Names::default(),
             by_key: HashMap::new(),
+            by_short: HashMap::new(),
             host_of: HashMap::new(),
             clients: Vec::new(),
             unattributed: 0,
             spacings: HashMap::new(),
             readings: Vec::new(),
+            examples: Examples::default(),
         }
     }
 
@@ -503,6 +568,13 @@ impl Fold {
 
     pub fn token(&self, id: u32) -> &str {
         &self.tokens.names[id as usize]
+    }
+
+    /// The first few requests a tally counted.
+    pub fn examples<'a>(&'a self, tally: &'a Tally) -> impl Iterator<Item = Example<'a>> + 'a {
+        tally.examples[..tally.kept()]
+            .iter()
+            .map(|&i| self.examples.get(i))
     }
 
     pub fn host(&self, id: u32) -> &str {
@@ -546,12 +618,20 @@ impl Fold {
             }
             _ => None,
         };
-        let address = self.address_id(address);
-        let next = self.clients.len() as u32;
-        let c = *self.by_key.entry((address, token, kind)).or_insert(next);
-        if c == next {
-            self.clients.push(Client::new(address, token, kind));
-        }
+        let c = match packed(address) {
+            Some(p) => match self.by_short.get(&(p, token, kind)) {
+                Some(&c) => c,
+                None => {
+                    let c = self.client_id(address, token, kind);
+                    if self.by_short.len() >= ADDRESSES {
+                        self.by_short.clear();
+                    }
+                    self.by_short.insert((p, token, kind), c);
+                    c
+                }
+            },
+            None => self.client_id(address, token, kind),
+        };
         let when = hit.when;
         let host_id = {
             let name = host_name(hit.host.as_deref(), kind);
@@ -571,8 +651,13 @@ impl Fold {
         if client.requests == 1 {
             client.robots_first = robots;
         }
-        let next = client.hosts.len() as u32;
-        let h = *self.host_of.entry((c, host_id)).or_insert(next) as usize;
+        let h = match client.hosts.first() {
+            Some(first) if first.name == host_id => 0,
+            _ => *self
+                .host_of
+                .entry((c, host_id))
+                .or_insert(client.hosts.len() as u32) as usize,
+        };
         if h == client.hosts.len() {
             client.hosts.push(Host {
                 name: host_id,
@@ -583,7 +668,7 @@ impl Fold {
         let host = &mut client.hosts[h];
         if let (Some(at), Some(w)) = (host.slowed_at, when) {
             if w - at + TOLERANCE < slow_down_wait {
-                host.ignored.add(hit, file, line);
+                host.ignored.add(hit, file, line, &mut self.examples);
             } else {
                 host.waited += 1;
             }
@@ -616,6 +701,17 @@ impl Fold {
             self.clients[c as usize].unjudged += 1;
         }
         self.readings = readings;
+    }
+
+    /// The client an address (as logged), token and kind make, made the first time.
+    fn client_id(&mut self, address: &str, token: Option<u32>, kind: Kind) -> u32 {
+        let address = self.address_id(address);
+        let next = self.clients.len() as u32;
+        let c = *self.by_key.entry((address, token, kind)).or_insert(next);
+        if c == next {
+            self.clients.push(Client::new(address, token, kind));
+        }
+        c
     }
 
     fn address_id(&mut self, address: &str) -> u32 {
@@ -698,44 +794,45 @@ impl Fold {
         agent.map_or("*", |t| &self.tokens.names[t as usize])
     }
 
-    /// Whether version `v`, read as `kind`, allows `target` to `agent` (acting as `role`): a
-    /// target that names no path is allowed (no rule applies).
-    fn allowed(
+    /// Whether version `v`, read as `kind`, forbids `target` to `agent` (acting as `role`):
+    /// Some(the deciding line) when it does.  A target that names no path is allowed (no rule
+    /// applies).
+    fn forbidding(
         &self,
         v: u32,
         kind: Kind,
         agent: Option<u32>,
         role: Option<u8>,
         target: &str,
-    ) -> bool {
+    ) -> Option<Option<u32>> {
         let robots = &self.versions[v as usize].robots[kind as usize];
         let roles: &[&str] = match role {
             Some(r) => std::slice::from_ref(&ROLES[r as usize]),
             None => &[],
         };
-        robots
-            .allowed(target.as_bytes(), self.agent_name(agent), roles)
-            .unwrap_or(true)
+        match robots.forbidding(target.as_bytes(), self.agent_name(agent), roles) {
+            Ok(Some(line)) => Some(Some(line)),
+            Ok(None) | Err(_) => None,
+        }
     }
 
-    /// The line deciding for `target` in version `v` (asked once a request is found forbidden).
-    fn deciding_line(
-        &self,
-        v: u32,
+    /// Whether every reading forbids `target` to the client (as `role`): Some(the deciding
+    /// line of the first) when it does.
+    fn forbidden(
+        &mut self,
+        readings: &[u32],
         kind: Kind,
-        agent: Option<u32>,
+        token: Option<u32>,
         role: Option<u8>,
         target: &str,
-    ) -> Option<u32> {
-        let robots = &self.versions[v as usize].robots[kind as usize];
-        let roles: &[&str] = match role {
-            Some(r) => std::slice::from_ref(&ROLES[r as usize]),
-            None => &[],
-        };
-        robots
-            .decide(target.as_bytes(), self.agent_name(agent), roles)
-            .ok()
-            .and_then(|d| d.line)
+    ) -> Option<Option<u32>> {
+        let mut first = None;
+        for &v in readings {
+            let agent = self.agent_for(token, v);
+            let line = self.forbidding(v, kind, agent, role, target)?;
+            first.get_or_insert(line);
+        }
+        first
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -750,28 +847,18 @@ impl Fold {
         readings: &[u32],
     ) {
         let target: &str = &hit.target;
-        let mut forbidden = true;
-        for &v in readings {
-            let agent = self.agent_for(token, v);
-            if self.allowed(v, kind, agent, None, target) {
-                forbidden = false;
-                break;
-            }
-        }
         let first = readings[0];
-        if forbidden {
-            let agent = self.agent_for(token, first);
-            let deciding = self.deciding_line(first, kind, agent, None, target);
+        let label = self.versions[first as usize].label;
+        if let Some(deciding) = self.forbidden(readings, kind, token, None, target) {
             let reading = match token {
                 Some(t) if self.token_said(t, first).1 && self.token(t) != "*" => Reading::Token(t),
                 _ => Reading::Star,
             };
             let client = &mut self.clients[c as usize];
             client.charged += 1;
-            let label = self.versions[first as usize].label;
             tally(
-                &mut client.breaches,
-                &self.versions,
+                client,
+                &mut self.examples,
                 reading,
                 deciding,
                 first,
@@ -793,22 +880,11 @@ impl Fold {
             if present & (1 << r) == 0 {
                 continue;
             }
-            let mut forbidden = true;
-            for &v in readings {
-                let agent = self.agent_for(token, v);
-                if self.allowed(v, kind, agent, Some(r), target) {
-                    forbidden = false;
-                    break;
-                }
-            }
-            if forbidden {
-                let agent = self.agent_for(token, first);
-                let deciding = self.deciding_line(first, kind, agent, Some(r), target);
-                let label = self.versions[first as usize].label;
+            if let Some(deciding) = self.forbidden(readings, kind, token, Some(r), target) {
                 let client = &mut self.clients[c as usize];
                 tally(
-                    &mut client.breaches,
-                    &self.versions,
+                    client,
+                    &mut self.examples,
                     Reading::Role(r),
                     deciding,
                     first,
@@ -860,7 +936,7 @@ impl Fold {
                 i != at && (when - other).abs() + TOLERANCE < i.abs_diff(at) as f64 * spacing
             });
             if close {
-                host.closer.add(hit, file, line);
+                host.closer.add(hit, file, line, &mut self.examples);
             }
         }
         if kept > NEIGHBOURS {
@@ -915,8 +991,8 @@ fn minute_of(when: f64) -> u16 {
 /// label.
 #[allow(clippy::too_many_arguments)]
 fn tally(
-    breaches: &mut Vec<Breach>,
-    versions: &[Version],
+    client: &mut Client,
+    examples: &mut Examples,
     reading: Reading,
     line: Option<u32>,
     version: u32,
@@ -925,19 +1001,35 @@ fn tally(
     file: u32,
     at: u64,
 ) {
-    let found = breaches.iter().position(|b| {
-        b.reading == reading && b.line == line && versions[b.version as usize].label == label
-    });
+    let code = match reading {
+        Reading::Star => 0,
+        Reading::Role(r) => 1 + u64::from(r),
+        Reading::Token(t) => 5 + u64::from(t),
+    };
+    // a token's id past 2^32 - 5 would share a key: the breach found is checked
+    let key = u64::from(line.unwrap_or(0)) << 32 | (code & 0xffff_ffff);
+    let found = client
+        .breach_keys
+        .iter()
+        .enumerate()
+        .filter(|&(_, &k)| k == key)
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let b = &client.breaches[i];
+            b.label == label && b.reading == reading && b.line == line
+        });
     let i = found.unwrap_or_else(|| {
-        breaches.push(Breach {
+        client.breaches.push(Breach {
             reading,
             line,
             version,
+            label,
             tally: Tally::default(),
         });
-        breaches.len() - 1
+        client.breach_keys.push(key);
+        client.breaches.len() - 1
     });
-    breaches[i].tally.add(hit, file, at);
+    client.breaches[i].tally.add(hit, file, at, examples);
 }
 
 #[cfg(test)]
@@ -1063,7 +1155,11 @@ mod tests {
             (c.breaches[0].reading, c.breaches[0].line),
             (Reading::Star, Some(2))
         );
-        assert_eq!(&*c.breaches[0].tally.examples[0].target, "/a");
+        let first = fold.examples(&c.breaches[0].tally).next().unwrap();
+        assert_eq!(
+            (first.target, first.line, first.when),
+            ("/a", 2, Some(20.0))
+        );
         // pacing: the old version asks nothing, so the smaller spacing is 0
         assert_eq!(c.hosts[0].requests, 3);
         assert_eq!(c.hosts[0].asked, 0.0);
