@@ -1180,3 +1180,52 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod forbidding_tests {
+    use super::*;
+    use crate::testing::generated;
+
+    #[test]
+    fn forbidding_names_the_line_decide_names() {
+        let lines: [&[u8]; 10] = [
+            b"User-agent: *\n",
+            b"User-agent: foobot\n",
+            b"Virtual-agent: archiver\n",
+            b"Disallow: /a\n",
+            b"Allow: /a/b\n",
+            b"Disallow: /*.php$\n",
+            b"Disallow: /\n",
+            b"Allow: /robots\n",
+            b"Disallow: 1/\n",
+            b"\n",
+        ];
+        let targets: [&[u8]; 8] = [
+            b"/",
+            b"/a",
+            b"/a/b",
+            b"/x.php",
+            b"/robots.txt",
+            b"1/x",
+            b"gemini://h/a",
+            b"",
+        ];
+        let profiles = [Profile::rfc9309(), Profile::gemini(), Profile::gopher()].map(Arc::new);
+        for data in generated(0x2545_f491_4f6c_dd1d, 2_000, 9, &lines) {
+            for profile in &profiles {
+                let r = RobotsTxt::parse(&data, Some(Arc::clone(profile)), None);
+                for target in targets {
+                    for (agent, roles) in [("*", &[][..]), ("foobot", &[]), ("*", &["archiver"])] {
+                        let decided = r
+                            .decide(target, agent, roles)
+                            .map(|d| (!d.allowed).then_some(d.line));
+                        let found = r.forbidding(target, agent, roles).map(|l| l.map(Some));
+                        if let Ok(decided) = decided {
+                            assert_eq!(found, Ok(decided), "{:?}", String::from_utf8_lossy(&data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
