@@ -18,6 +18,7 @@ __all__ = [
     "RobotsTxt",
     "WatchFold",
     "agent_token",
+    "asked_spacing",
     "google_escape",
     "google_path",
     "gopher_selectors",
@@ -214,3 +215,10 @@ class WatchFold:
     def export(self) -> tuple[list[tuple[Any, ...]], int, int, int]: ...
 
 def watch_client(address: str, v4: int, v6: int) -> str: ...
+def asked_spacing(
+    robots: RobotsTxt,
+    agent: str,
+    roles: Iterable[str] | None,
+    profile: str | PyProfile | None,
+    at: datetime | time,
+) -> float: ...

@@ -579,6 +579,30 @@ impl RobotsTxt {
             })
     }
 
+    /// Seconds between requests the file asks of this robot: the larger of its Crawl-delay and
+    /// of the Request-rate in force at `minute` of the day (UTC; None: the slowest of all), 0
+    /// when it asks neither (Python's `manners.asked_spacing`).
+    pub fn asked_spacing(
+        &self,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+        minute: Option<u16>,
+    ) -> f64 {
+        let delay = self
+            .crawl_delay(agent, roles, profile)
+            .filter(|&d| d != 0.0)
+            .unwrap_or(0.0);
+        let rate = self
+            .request_rate(agent, roles, profile, minute)
+            .map_or(0.0, |r| r.spacing());
+        if rate > delay {
+            rate
+        } else {
+            delay
+        }
+    }
+
     /// Sitemap URLs from anywhere in the file, in order, without repeats.
     pub fn sitemaps(&self) -> Vec<&[u8]> {
         let t = &self.table;

@@ -947,8 +947,7 @@ impl Fold {
         }
     }
 
-    /// The spacing version `v` asks of a client at `when`, as `manners.robots.asked_spacing`
-    /// reckons it: the larger of its Crawl-delay and of the Request-rate in force then (only a
+    /// The spacing version `v` asks of a client at `when` (`RobotsTxt::asked_spacing`; only a
     /// Request-rate given for a window of the day makes it depend on the minute).
     fn spacing(&mut self, v: u32, kind: Kind, token: Option<u32>, when: f64) -> f64 {
         let agent = self.agent_for(token, v);
@@ -963,15 +962,8 @@ impl Fold {
         }
         let robots = &self.versions[v as usize].robots[kind as usize];
         let profile = robots.fields_profile(false);
-        let name = self.agent_name(agent);
-        let delay = robots
-            .crawl_delay(name, &[], profile)
-            .filter(|&d| d != 0.0)
-            .unwrap_or(0.0);
-        let rate = robots
-            .request_rate(name, &[], profile, Some(minute_of(when)))
-            .map_or(0.0, |r| r.spacing());
-        let found = if rate > delay { rate } else { delay };
+        let found =
+            robots.asked_spacing(self.agent_name(agent), &[], profile, Some(minute_of(when)));
         self.spacings.insert(key, found);
         found
     }
