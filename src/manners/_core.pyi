@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable
 from datetime import datetime, time
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 from typing_extensions import disjoint_base
 
@@ -16,7 +16,9 @@ __all__ = [
     "MenuScan",
     "Profile",
     "RobotsTxt",
+    "WatchFold",
     "agent_token",
+    "asked_spacing",
     "google_escape",
     "google_path",
     "gopher_selectors",
@@ -27,6 +29,7 @@ __all__ = [
     "product_token",
     "rate",
     "url_path",
+    "watch_client",
 ]
 
 MAX_LINE_BYTES: int
@@ -179,3 +182,50 @@ def rate(value: str) -> RequestRate | None: ...
 _LogHit = tuple[float | None, str | None, str, str | None, str, str | None, str | None, int | None]
 
 def parse_log_line(format: str, line: str) -> _LogHit | str | None: ...
+# the fold's sums of one robot, as WatchFold.export gives them (see its docstring)
+_Example = tuple[str, int, str, float | None]
+_Breach = tuple[str, str, int | None, str, int, tuple[_Example, ...]]
+_Host = tuple[str, int, float, float | None, int, tuple[_Example, ...], int, int, int, tuple[_Example, ...]]
+
+@final
+class WatchFold:
+    """The per-request fold of ``manners watch`` (driven by manners.watch.judge)."""
+
+    DAY: ClassVar[float]
+    TOLERANCE: ClassVar[float]
+    NEIGHBOURS: ClassVar[int]
+    SLOW_DOWN_WAIT: ClassVar[float]
+    EXAMPLES: ClassVar[int]
+    PERSON_SECONDS: ClassVar[float]
+    ROLES: ClassVar[tuple[str, str, str, str]]
+    PERSON_REQUESTS: ClassVar[dict[str, int]]
+
+    def __new__(
+        cls,
+        versions: Iterable[tuple[float | None, str, RobotsTxt, RobotsTxt, RobotsTxt]],
+        v4: int,
+        v6: int,
+        slow_down_wait: float,
+    ) -> WatchFold: ...
+    def feed(
+        self,
+        when: float | None,
+        client: str | None,
+        scheme: str,
+        host: str | None,
+        target: str,
+        status: str | None,
+        agent: str | None,
+        file: str,
+        line: int,
+    ) -> None: ...
+    def export(self) -> tuple[list[tuple[Any, ...]], int, int, int]: ...
+
+def watch_client(address: str, v4: int, v6: int) -> str: ...
+def asked_spacing(
+    robots: RobotsTxt,
+    agent: str,
+    roles: Iterable[str] | None,
+    profile: str | PyProfile | None,
+    at: datetime | time,
+) -> float: ...

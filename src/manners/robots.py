@@ -124,9 +124,7 @@ def asked_spacing(
     A Request-rate with a window of the day (``1/10s 1820-1940``, UTC) is in force only inside
     it, so the answer changes with the time of day: a robot asks again for each request.
     """
-    delay = robots.crawl_delay(agent, roles, profile=profile) or 0.0
-    rate = robots.request_rate(agent, roles, profile=profile, at=at or datetime.now(UTC))
-    return max(delay, rate[1] / rate[0] if rate is not None else 0.0)
+    return _core.asked_spacing(robots, agent, roles, profile, at or datetime.now(UTC))
 
 
 # What the engine calls back for: profiles by name or URL, and diagnostics.

@@ -309,30 +309,51 @@ impl RobotsTxt {
         agent: &str,
         roles: RoleList<'_>,
     ) -> Result<bool, NotAPath> {
+        Ok(self.forbidding_rule(target, agent, roles)?.is_none())
+    }
+
+    /// The line of the rule that forbids `agent`, acting as `roles`, to fetch `target` (the
+    /// one `decide` gives); None when it may.  `allowed` with the line, without a reason.
+    pub fn forbidding(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Option<u32>, NotAPath> {
+        let rule = self.forbidding_rule(target, agent, roles)?;
+        Ok(rule.map(|r| self.table.number(r.entry as usize)))
+    }
+
+    fn forbidding_rule(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Option<Hit>, NotAPath> {
         let profile = self.profile_for(target);
         let policy = self.policy(profile, agent, roles);
         if policy.choices.is_empty() {
             if matches!(profile.target, Target::Rfc3986 | Target::Plain) {
                 url_path(target)?;
             }
-            return Ok(true);
+            return Ok(None);
         }
         let (first, second) = subjects(profile, target)?;
         let paths = [Some(first.as_ref()), second.as_deref()];
         let paths = || paths.into_iter().flatten();
         if paths().any(|p| profile.always_allows(p)) {
-            return Ok(true);
+            return Ok(None);
         }
         for path in paths() {
             for choice in &policy.choices {
                 if let Some(rule) = self.first(profile, choice, path) {
                     if !rule.allow {
-                        return Ok(false);
+                        return Ok(Some(rule));
                     }
                 }
             }
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// Like `allowed`, with the deciding rule, its line and the reason.
@@ -556,6 +577,30 @@ impl RobotsTxt {
                 Some(b) if b.spacing() >= r.spacing() => Some(b),
                 _ => Some(r),
             })
+    }
+
+    /// Seconds between requests the file asks of this robot: the larger of its Crawl-delay and
+    /// of the Request-rate in force at `minute` of the day (UTC; None: the slowest of all), 0
+    /// when it asks neither (Python's `manners.asked_spacing`).
+    pub fn asked_spacing(
+        &self,
+        agent: &str,
+        roles: RoleList<'_>,
+        profile: &Arc<Profile>,
+        minute: Option<u16>,
+    ) -> f64 {
+        let delay = self
+            .crawl_delay(agent, roles, profile)
+            .filter(|&d| d != 0.0)
+            .unwrap_or(0.0);
+        let rate = self
+            .request_rate(agent, roles, profile, minute)
+            .map_or(0.0, |r| r.spacing());
+        if rate > delay {
+            rate
+        } else {
+            delay
+        }
     }
 
     /// Sitemap URLs from anywhere in the file, in order, without repeats.
@@ -1156,6 +1201,55 @@ mod tests {
         }
         for data in web_corpus(5) {
             agree(&data);
+        }
+    }
+}
+
+#[cfg(test)]
+mod forbidding_tests {
+    use super::*;
+    use crate::testing::generated;
+
+    #[test]
+    fn forbidding_names_the_line_decide_names() {
+        let lines: [&[u8]; 10] = [
+            b"User-agent: *\n",
+            b"User-agent: foobot\n",
+            b"Virtual-agent: archiver\n",
+            b"Disallow: /a\n",
+            b"Allow: /a/b\n",
+            b"Disallow: /*.php$\n",
+            b"Disallow: /\n",
+            b"Allow: /robots\n",
+            b"Disallow: 1/\n",
+            b"\n",
+        ];
+        let targets: [&[u8]; 8] = [
+            b"/",
+            b"/a",
+            b"/a/b",
+            b"/x.php",
+            b"/robots.txt",
+            b"1/x",
+            b"gemini://h/a",
+            b"",
+        ];
+        let profiles = [Profile::rfc9309(), Profile::gemini(), Profile::gopher()].map(Arc::new);
+        for data in generated(0x2545_f491_4f6c_dd1d, 2_000, 9, &lines) {
+            for profile in &profiles {
+                let r = RobotsTxt::parse(&data, Some(Arc::clone(profile)), None);
+                for target in targets {
+                    for (agent, roles) in [("*", &[][..]), ("foobot", &[]), ("*", &["archiver"])] {
+                        let decided = r
+                            .decide(target, agent, roles)
+                            .map(|d| (!d.allowed).then_some(d.line));
+                        let found = r.forbidding(target, agent, roles).map(|l| l.map(Some));
+                        if let Ok(decided) = decided {
+                            assert_eq!(found, Ok(decided), "{:?}", String::from_utf8_lossy(&data));
+                        }
+                    }
+                }
+            }
         }
     }
 }

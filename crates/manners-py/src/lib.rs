@@ -28,6 +28,8 @@ use pyo3::types::{PyBool, PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString
 /// are released only from this many lines, where the search outweighs it.
 const RELEASE_GIL_LARGE: usize = 2048;
 
+mod watch_fold;
+
 /// A profile's switches, as the engine reads them (built from a `manners.Profile`).
 #[pyclass(frozen, module = "manners._core", name = "Profile")]
 struct PyProfile {
@@ -847,6 +849,24 @@ fn rate<'py>(value: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>
         .transpose()
 }
 
+/// Seconds between requests `robots` asks of this robot (`manners.asked_spacing`): the
+/// larger of its Crawl-delay and of the Request-rate in force `at`.
+#[pyfunction]
+#[pyo3(signature = (robots, agent, roles, profile, at))]
+fn asked_spacing(
+    robots: &Bound<'_, PyRobots>,
+    agent: Agent<'_>,
+    roles: Option<&Bound<'_, PyAny>>,
+    profile: Option<&Bound<'_, PyAny>>,
+    at: &Bound<'_, PyAny>,
+) -> PyResult<f64> {
+    let r = robots.get();
+    let (roles, profile) = r.field_question(robots.py(), roles, profile)?;
+    let minute = minute_of_day(at)?;
+    Ok(r.robots()
+        .asked_spacing(&agent.name(), &as_strs(&roles), &profile, Some(minute)))
+}
+
 /// A rate as Python sees it: `manners.robots.RequestRate`, its window as `datetime.time`s.
 fn request_rate(py: Python<'_>, r: manners_core::fields::Rate) -> PyResult<Bound<'_, PyAny>> {
     static CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -922,6 +942,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
     watch_logs::register(m)?;
+    m.add_function(wrap_pyfunction!(asked_spacing, m)?)?;
+    watch_fold::register(m)?;
     Ok(())
 }
 

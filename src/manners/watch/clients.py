@@ -10,44 +10,34 @@ and Gopher send no name, so there the address alone is the client.
 A client is judged as a robot when it asked for robots.txt, or when its requests outpace a
 person: more than :data:`PERSON_REQUESTS` within :data:`PERSON_SECONDS` (more on the Web, where
 a browser asks for a page's images and styles at once).  The rest are counted, not judged.
+Both are reckoned request by request in the engine's fold (:class:`manners._core.WatchFold`);
+here are its thresholds, the ``--group`` option, and :func:`client_of` for a single address.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections import deque
 from dataclasses import dataclass
 
-from manners.agents import product_token
+from manners._core import WatchFold, watch_client
 
 __all__ = [
     "DEFAULT_GROUPING",
-    "KINDS",
     "PERSON_REQUESTS",
     "PERSON_SECONDS",
     "PROFILES",
     "Grouping",
-    "Pace",
     "client_of",
-    "kind_of",
     "parse_group",
     "person_limit",
-    "token_of",
 ]
 
 #: A person reads: more than this many requests within PERSON_SECONDS is a robot's pace.  The
 #: Web's figure allows a browser's page with its images, scripts and styles, several pages a minute.
-PERSON_REQUESTS = {"gemini": 20, "gopher": 20, "web": 120}
-PERSON_SECONDS = 60.0
+PERSON_REQUESTS: dict[str, int] = WatchFold.PERSON_REQUESTS
+PERSON_SECONDS = WatchFold.PERSON_SECONDS
 
-#: The kind of site a scheme belongs to, and the profile its robots.txt is read under.
-KINDS = {"gemini": "gemini", "gopher": "gopher", "http": "web", "https": "web", "web": "web"}
+#: The profile each kind of site's robots.txt is read under.
 PROFILES = {"gemini": "gemini", "gopher": "gopher", "web": "rfc9309"}
-
-
-def kind_of(scheme: str) -> str:
-    """``gemini``, ``gopher`` or ``web`` for a Hit's scheme (anything else is read as the Web)."""
-    return KINDS.get(scheme, "web")
 
 
 def person_limit(kind: str) -> str:
@@ -79,63 +69,8 @@ def parse_group(text: str) -> Grouping:
     )
 
 
-_CLIENTS: dict[tuple[str, Grouping], str] = {}  # a log repeats its clients: each address read once
-
-
 def client_of(address: str, grouping: Grouping = DEFAULT_GROUPING) -> str:
     """The client an address belongs to: the address itself (IPv4-mapped IPv6 as IPv4), or its
     block (``192.0.2.0/24``, ``2001:db8::/64``) when grouped.  What is no IP address (a host
-    name some servers log) is its own client, as logged."""
-    key = (address, grouping)
-    found = _CLIENTS.get(key)
-    if found is not None:
-        return found
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        found = address
-    else:
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if isinstance(ip, ipaddress.IPv6Address):
-            ip = ipaddress.IPv6Address(int(ip))  # without a zone (fe80::1%eth0)
-        bits = grouping.v4 if ip.version == 4 else grouping.v6
-        if bits == ip.max_prefixlen:
-            found = str(ip)
-        else:
-            found = str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
-    if len(_CLIENTS) > 100_000:
-        _CLIENTS.clear()
-    _CLIENTS[key] = found
-    return found
-
-
-def token_of(agent: str | None) -> str | None:
-    """A Web User-Agent's product token, lower-cased; None without one (no header, or a name
-    that leads with no token: such a client is read as ``*``)."""
-    if not agent:
-        return None
-    token = product_token(agent)
-    return token.lower() if token else None
-
-
-class Pace:
-    """Whether a client's requests outpaced a person: the last few times, no more."""
-
-    __slots__ = ("limit", "outpaced", "times")
-
-    def __init__(self, kind: str) -> None:
-        self.limit = PERSON_REQUESTS[kind]
-        self.times: deque[float] | None = deque(maxlen=self.limit + 1)
-        self.outpaced = False
-
-    def add(self, when: float | None) -> bool:
-        """Count a request; True once the client has outpaced a person (then nothing is kept)."""
-        if self.times is None or when is None:
-            return self.outpaced
-        times = self.times
-        times.append(when)
-        if len(times) > self.limit and abs(when - times[0]) <= PERSON_SECONDS:
-            self.outpaced = True
-            self.times = None
-        return self.outpaced
+    name some servers log) is its own client, as logged.  (The engine's, as the fold groups.)"""
+    return watch_client(address, grouping.v4, grouping.v6)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["Breach", "Example", "Others", "Pacing", "Report", "RobotVerdict", "SlowDown"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Example:
     """One offending request: where the log has it, what was asked, and when."""
 
@@ -24,7 +24,7 @@ class Example:
     when: float | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Breach:
     """Requests a rule forbade: which reading forbade them, by which line of which version."""
 
@@ -36,7 +36,7 @@ class Breach:
     examples: tuple[Example, ...]  # the first few
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pacing:
     """A robot's pace at one host, against the spacing robots.txt asked of it."""
 
@@ -48,7 +48,7 @@ class Pacing:
     examples: tuple[Example, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SlowDown:
     """What a robot did after being told to slow down (Gemini ``44``, Web ``429`` or ``503``)."""
 
@@ -60,7 +60,7 @@ class SlowDown:
     examples: tuple[Example, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RobotVerdict:
     """One robot: a client (an address or block, with its product token on the Web), its verdict
     (``polite`` or ``impolite``) and the evidence."""
@@ -93,7 +93,7 @@ class RobotVerdict:
         return self.charged + sum(p.closer for p in self.pacing) + sum(s.ignored for s in self.slow_downs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Others:
     """The clients not judged: people, or robots too slow and too discreet to tell from them."""
 
@@ -102,7 +102,7 @@ class Others:
     unattributed: int  # requests logged without a client address
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Report:
     """Every robot, most offending first, and the rest summed up."""
 
