@@ -171,7 +171,7 @@ def draw_web(out: Path, lines: int, seed: int) -> Drawn:
     n_robots, n_people, n_rude = 2000, 8000, 100
     robot_share = 0.6
     per_robot = max(1, int(lines * robot_share / n_robots))
-    per_person = max(1, (lines - per_robot * n_robots - n_robots * 2) // n_people)
+    per_person = max(1, (lines - per_robot * n_robots) * 11 // 10 // n_people)  # some over: cut at lines
     drawn = Drawn(out / "web.log", robots, 0, n_robots + n_people)
     agents: dict[int, str] = {}
     streams: list[tuple[int, Iterator[tuple[float, str]]]] = []
@@ -214,7 +214,7 @@ def draw_gemini(out: Path, lines: int, seed: int) -> Drawn:
     robots.write_text(gemini_robots())
     n_robots, n_people, n_rude = 1000, 4000, 50
     per_robot = max(1, int(lines * 0.8 / n_robots))
-    per_person = max(1, (lines - per_robot * n_robots - n_robots * 2) // n_people)
+    per_person = max(1, (lines - per_robot * n_robots) * 11 // 10 // n_people)  # some over: cut at lines
     drawn = Drawn(out / "gemini.log", robots, 0, n_robots + n_people)
     streams: list[tuple[int, Iterator[tuple[float, str]]]] = []
     for c in range(n_robots):

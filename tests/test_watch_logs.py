@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from manners.terminal import safe
+from manners.watch import sources
+from manners.watch.judge import Judge
 from manners.watch.logs import FORMATS, LACKS, NOISE, Hit, detect, lacking
 from manners.watch.sources import MAX_LINE, SHOWN, LogError, LogReader, rotated
+from manners.watch.versions import Version, Versions
 
 pytestmark = pytest.mark.quick
 
@@ -332,3 +335,59 @@ def test_an_overlong_line_is_not_kept_whole(tmp_path: Path) -> None:
     only_long.write_bytes(b"z" * (MAX_LINE * 3))
     with pytest.raises(LogError):
         list(LogReader([only_long]))
+
+
+# --------------------------------------------------------------------------- read by the engine
+
+
+def both_ways(paths: list[Path], chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LogReader.feed`` (the engine reading chunks of ``chunk`` bytes into the fold) and iterating
+    (line by line in Python, each Hit fed): the same files, counts, shown lines and report."""
+    versions = Versions([Version("User-agent: *\nDisallow: /2\nCrawl-delay: 5\n")])
+    by_line, by_chunk = LogReader(paths), LogReader(paths)
+    judged = Judge(versions)
+    for hit in by_line:
+        judged.feed(hit)
+    monkeypatch.setattr(sources, "CHUNK", chunk)
+    folded = Judge(versions)
+    assert by_chunk.feed(folded.fold) == 0
+    assert by_chunk.files == by_line.files and by_chunk.shown == by_line.shown
+    assert folded.report() == judged.report()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_the_engine_reads_as_python_does_in_any_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    log = tmp_path / "access.log"
+    overlong = combined_line(1)[:-1] + "x" * (MAX_LINE + 10) + '"'
+    lines = [combined_line(1), overlong, "\x1b]0;owned\x07 junk", combined_line(2), "", " ", combined_line(3)]
+    data = ("\n".join(lines) + "\n").encode() + "é".join(["junk"] * 100).encode() + b"\n"
+    data += b'127.0.0.1 - - [29/Nov/2026:11:13:57 +0000] "GET /\xff\xfe HTTP/1.1" 200 1 "-" "b\xc3"\r\n'
+    data += b'127.0.0.1 - - [29/Nov/2026:11:13:57 +0000] "GET /trunc" 200 1 "-" "x"'  # no line feed
+    log.write_bytes(data)
+    write(tmp_path / "access.log.1.gz", [combined_line(n) for n in range(1, 60)], compress=True)
+    samples = [write(tmp_path / f"{name}.log", lines) for name, lines in SAMPLES.items()]
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    both_ways([log, *samples, empty], chunk, monkeypatch)
+
+
+def test_the_engine_reading_a_gzip_damaged_past_its_start_is_one_sentence(tmp_path: Path) -> None:
+    whole = gzip.compress("".join(combined_line(n % 50 + 1) + "\n" for n in range(20_000)).encode())
+    broken = tmp_path / "access.log.gz"
+    broken.write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(LogError) as caught:
+        LogReader([broken]).feed(Judge(Versions([Version("")])).fold)
+    assert "damaged gzip" in sentence(caught.value)
+
+
+def test_the_engine_keeps_requests_within_since_and_until_and_counts_the_untimed(tmp_path: Path) -> None:
+    log = write(tmp_path / "access.log", [combined_line(n) for n in range(1, 10)])
+    folded = Judge(Versions([Version("")]))
+    reader = LogReader([log])
+    assert reader.feed(folded.fold, since=1795950783.0, until=1795950786.0) == 0  # :13:03 to :13:06
+    assert sum(r.requests for r in folded.report().robots) + folded.report().others.requests == 4
+    untimed = write(tmp_path / "gopher.log", SAMPLES["pygopherd"])
+    requests = len(list(LogReader([untimed])))  # none has a time: each is kept, and counted
+    assert requests == 3 and LogReader([untimed]).feed(Judge(Versions([Version("")])).fold, since=0.0) == 3

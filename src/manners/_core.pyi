@@ -13,6 +13,7 @@ __all__ = [
     "FIELD_SPELLINGS",
     "MAX_LINE_BYTES",
     "GemtextScan",
+    "LogScan",
     "MenuScan",
     "Profile",
     "RobotsTxt",
@@ -182,6 +183,7 @@ def rate(value: str) -> RequestRate | None: ...
 _LogHit = tuple[float | None, str | None, str, str | None, str, str | None, str | None, int | None]
 
 def parse_log_line(format: str, line: str) -> _LogHit | str | None: ...
+
 # the fold's sums of one robot, as WatchFold.export gives them (see its docstring)
 _Example = tuple[str, int, str, float | None]
 _Breach = tuple[str, str, int | None, str, int, tuple[_Example, ...]]
@@ -220,6 +222,26 @@ class WatchFold:
         line: int,
     ) -> None: ...
     def export(self) -> tuple[list[tuple[Any, ...]], int, int, int]: ...
+
+@final
+class LogScan:
+    """One access-log file read by the engine, chunk by chunk, into a WatchFold (manners.watch.sources)."""
+
+    def __new__(cls, format: str) -> LogScan: ...
+    def feed(
+        self,
+        fold: WatchFold,
+        data: bytes,
+        end: bool,
+        file: str,
+        since: float | None,
+        until: float | None,
+        room: int,
+    ) -> int: ...
+    @property
+    def counts(self) -> tuple[int, int, int, int, int, int]: ...
+    @property
+    def shown(self) -> list[tuple[int, str | None]]: ...
 
 def watch_client(address: str, v4: int, v6: int) -> str: ...
 def asked_spacing(

@@ -29,6 +29,7 @@ use pyo3::types::{PyBool, PyBytes, PyFrozenSet, PyInt, PyList, PySlice, PyString
 const RELEASE_GIL_LARGE: usize = 2048;
 
 mod watch_fold;
+mod watch_scan;
 
 /// A profile's switches, as the engine reads them (built from a `manners.Profile`).
 #[pyclass(frozen, module = "manners._core", name = "Profile")]
@@ -944,6 +945,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     watch_logs::register(m)?;
     m.add_function(wrap_pyfunction!(asked_spacing, m)?)?;
     watch_fold::register(m)?;
+    watch_scan::register(m)?;
     Ok(())
 }
 

@@ -200,8 +200,7 @@ def cmd_watch(args: argparse.Namespace, out: Out) -> int:
         return asyncio.run(run.follow())
     reader = LogReader(args.logs, args.format)
     try:
-        for hit in window(reader, since, until, run.untimed):
-            folding.feed(hit)
+        run.untimed[0] += reader.feed(folding.fold, since, until)
     except LogError as exc:
         raise UsageError(str(exc).rstrip(".")) from None
     watched = run.watched(reader)

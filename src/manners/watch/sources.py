@@ -17,11 +17,12 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from manners._core import LogScan, WatchFold
 from manners.terminal import safe
 from manners.watch.logs import DETECT_LINES, FORMATS, NOISE, Format, Hit, detect
 
@@ -42,6 +43,7 @@ MAX_LINE = 16 * 1024  # bytes in a line; beyond, the line is unparseable (nginx'
 SHOWN = 5  # unparseable lines kept to be shown
 SHOWN_CHARS = 200  # characters of each
 SNIFF = 8192  # bytes read to tell a text file from a binary one
+CHUNK = 1 << 20  # bytes handed to the engine at a time (LogReader.feed)
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -111,7 +113,7 @@ def _open(path: Path) -> BinaryIO:
     return raw
 
 
-def lines(path: Path) -> Iterator[tuple[int, str | None]]:
+def lines(path: Path) -> Generator[tuple[int, str | None]]:
     """Each line of ``path`` (gzip decompressed) with its number from 1, its end of line removed,
     bytes that are not UTF-8 replaced; None in place of a line longer than MAX_LINE bytes.
 
@@ -182,7 +184,50 @@ class LogReader:
 
     def read(self, path: Path) -> Iterator[Hit]:
         """The requests of one file (LogError before the first if it is no log)."""
-        name = str(path)
+        fmt, summary, head, numbered = self._head(path)
+        if fmt is None:
+            return
+        for number, text in _chain(head, numbered):
+            hit = self._take(fmt, summary, summary.path, number, text)
+            if hit is not None:
+                yield hit
+
+    def feed(self, fold: WatchFold, since: float | None = None, until: float | None = None) -> int:
+        """Every file's requests from ``since`` to ``until`` (None: unbounded) folded into
+        ``fold`` by the engine, a chunk of bytes at a time: a log is millions of lines, and none
+        of them crosses into Python.  The same counts, shown lines and LogError as iterating.
+        Returns how many requests without a time were kept because bounds cannot apply to them."""
+        untimed = 0
+        for path in self.order():
+            fmt, summary, _, numbered = self._head(path)
+            numbered.close()
+            if fmt is None:
+                continue
+            scan = LogScan(fmt.name)
+            room = max(SHOWN - len(self.shown), 0)
+            with _open(path) as stream:
+                held = b""
+                try:
+                    while True:
+                        chunk = stream.read(CHUNK)
+                        data = held + chunk if held else chunk
+                        used = scan.feed(fold, data, not chunk, summary.path, since, until, room)
+                        held = data[used:]
+                        if not chunk:
+                            break
+                except (OSError, EOFError, zlib.error) as exc:
+                    what = "a damaged gzip file" if isinstance(stream, gzip.GzipFile) else "unreadable"
+                    raise LogError(f"{safe(summary.path)} is {what}: {safe(str(exc))}.") from None
+            summary.lines, summary.hits, summary.noise, summary.unparsed, summary.overlong, kept = scan.counts
+            untimed += kept
+            self.shown += [Unparsed(summary.path, number, _shown(text)) for number, text in scan.shown]
+        return untimed
+
+    def _head(
+        self, path: Path
+    ) -> tuple[Format | None, FileRead, list[tuple[int, str | None]], Generator[tuple[int, str | None]]]:
+        """The format of ``path`` told from its first lines (LogError if it is no log), its
+        summary (now in :attr:`files`), those lines and the rest of them."""
         numbered = lines(path)
         head: list[tuple[int, str | None]] = []
         filled = 0
@@ -193,14 +238,9 @@ class LogReader:
                 break
         texts = [t for _, t in head if t is not None and t.strip()]
         fmt = self._format(path, texts, any(t is None for _, t in head))
-        summary = FileRead(name, fmt.name if fmt else None)
+        summary = FileRead(str(path), fmt.name if fmt else None)
         self.files.append(summary)
-        if fmt is None:
-            return
-        for number, text in _chain(head, numbered):
-            hit = self._take(fmt, summary, name, number, text)
-            if hit is not None:
-                yield hit
+        return fmt, summary, head, numbered
 
     def _take(self, fmt: Format, summary: FileRead, name: str, number: int, text: str | None) -> Hit | None:
         """One line of file ``name`` read as ``fmt`` (None: longer than MAX_LINE), counted in
@@ -248,11 +288,14 @@ class LogReader:
         """Count an unparseable line (None: an overlong one) and keep it escaped if among the first."""
         summary.unparsed += 1
         if len(self.shown) < SHOWN:
-            if text is None:
-                shown = f"(a line longer than {MAX_LINE} bytes)"
-            else:
-                shown = safe(text[:SHOWN_CHARS]) + ("…" if len(text) > SHOWN_CHARS else "")
-            self.shown.append(Unparsed(summary.path, number, shown))
+            self.shown.append(Unparsed(summary.path, number, _shown(text)))
+
+
+def _shown(text: str | None) -> str:
+    """An unparseable line as shown: escaped, cut (None: an overlong line, not kept)."""
+    if text is None:
+        return f"(a line longer than {MAX_LINE} bytes)"
+    return safe(text[:SHOWN_CHARS]) + ("…" if len(text) > SHOWN_CHARS else "")
 
 
 def telling(text: str | None) -> bool:

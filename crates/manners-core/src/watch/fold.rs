@@ -641,16 +641,21 @@ impl Fold {
         let in_force = when.and_then(|w| self.at(w));
         let client = &mut self.clients[c as usize];
         client.requests += 1;
+        let robots = is_robots(&hit.target, kind);
+        // its first request by time (a log's lines may be out of order), by line without times
+        let earliest = match (when, client.first) {
+            (Some(w), Some(f)) => w < f || (w == f && robots),
+            _ => false,
+        };
+        if client.requests == 1 || earliest {
+            client.robots_first = robots;
+        }
         if let Some(w) = when {
             client.timed += 1;
             client.first = Some(client.first.map_or(w, |f| if w < f { w } else { f }));
             client.last = Some(client.last.map_or(w, |l| if w > l { w } else { l }));
         }
         client.pace(when);
-        let robots = is_robots(&hit.target, kind);
-        if client.requests == 1 {
-            client.robots_first = robots;
-        }
         let h = match client.hosts.first() {
             Some(first) if first.name == host_id => 0,
             _ => *self
