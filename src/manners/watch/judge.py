@@ -38,9 +38,10 @@ fairly have held allows it.
   judge pacing, and the verdict says so.
 - Slow down.  After a Gemini ``44`` or a Web ``429`` or ``503``, the next request to that host
   is "ignored" when it came sooner than :data:`SLOW_DOWN_WAIT` (less the tolerance).  The wait
-  the server asked (the 44's meta, a Retry-After) is not in any log, and the Gemini
-  specification gives the meta no default: the wait assumed is manners' own crawler's first
-  wait for a 44 whose meta it cannot read, and the report says so.
+  the server asked (the 44's meta, a Retry-After) is in no log manners reads as a number
+  (jetforce logs a 44's meta as words), and the Gemini specification gives the meta no
+  default: the wait assumed is manners' own crawler's first wait for a 44 whose meta it cannot
+  read, and the report says so.
 - Staleness (RFC 9309's 24 hours) and whether robots.txt came first are evidence, not charges.
 """
 
