@@ -153,7 +153,7 @@ def test_nginx_combined_log(tmp_path: Path) -> None:
 
 _MOLLY_CLIENT = """\
 import socket, ssl, subprocess, sys, time
-config, out = sys.argv[1:]
+config, out, log = sys.argv[1:]
 server = subprocess.Popen(["molly-brown", "-c", config], stdout=open(out, "wb"), stderr=subprocess.STDOUT)
 def gemini(host, url):
     context = ssl.create_default_context()
@@ -174,6 +174,14 @@ try:
     gemini("::1", "gemini://localhost/")
     gemini("127.0.0.1", "gemini://localhost/private/x?q=1")
     gemini("127.0.0.1", "gemini://localhost/nope\\x1b]0;x")
+    deadline = time.monotonic() + 10  # molly-brown logs after answering: its last line, before it stops
+    while time.monotonic() < deadline:
+        try:
+            if b"\\t59\\t" in open(log, "rb").read():
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
 finally:
     server.terminate()
     server.wait(10)
@@ -194,7 +202,7 @@ def test_molly_brown_log(tmp_path: Path) -> None:
     client.write_text(_MOLLY_CLIENT)
     start = time.time()
     cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable, str(client),
-           str(config), str(tmp_path / "molly.out")]  # fmt: skip
+           str(config), str(tmp_path / "molly.out"), str(log)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["20 text/plain; charset=utf-8", "20 text/gemini", "51 Not found!",
