@@ -401,6 +401,7 @@ def test_many_stars_against_a_long_path_is_linear() -> None:
     assert time.perf_counter() - start < 0.1
 
 
+@pytest.mark.serial  # a time limit
 def test_twenty_megabytes_parse_within_the_cap() -> None:
     body = b"User-agent: *\n" + b"Disallow: /x\n" * 1_600_000
     start = time.perf_counter()
