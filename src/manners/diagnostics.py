@@ -350,7 +350,8 @@ def _usage_line(
         return [(line, "info", kind, f"{field} lines mean nothing to a {profile.name} reader")]
     out = []
     if not in_group:
-        out.append((line, "warning", "rule-outside-group", f"{field} line before any User-agent line: ignored"))
+        ignored = f"{field} line before any User-agent line: ignored"
+        out.append((line, "warning", "rule-outside-group", ignored))
     bad = usage_malformed(value)
     if bad is not None:
         at, why = bad
