@@ -1559,3 +1559,34 @@ mod usage_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod usage_speed {
+    use super::*;
+
+    /// `cargo test --release -- --ignored usage_speed --nocapture`: usage() on 2,000 rules.
+    #[test]
+    #[ignore]
+    fn usage_speed() {
+        let mut file = String::from("User-agent: *\n");
+        for i in 0..2000 {
+            file += &format!("Disallow: /p{i}/\n");
+        }
+        file += "Content-Usage: train-ai=n\nContent-Usage: /ai-ok/ train-ai=y\nContent-Signal: search=yes, ai-train=no\n";
+        let r = RobotsTxt::parse(file.as_bytes(), None, None);
+        let n = 200_000;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(r.usage(b"/ai-ok/a", "*", &[]).unwrap());
+            }
+            let u = t.elapsed().as_nanos() as f64 / n as f64;
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(r.allowed(b"/ai-ok/a", "*", &[]).unwrap());
+            }
+            let a = t.elapsed().as_nanos() as f64 / n as f64;
+            println!("usage {u:.0} ns, allowed {a:.0} ns");
+        }
+    }
+}

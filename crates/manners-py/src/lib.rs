@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use manners_core::line::Kind;
 use manners_core::profile::{Preamble, Roles, Target};
+use manners_core::usage::Pref;
 use manners_core::{smallnet, target, Profile, RobotsTxt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -598,21 +599,54 @@ impl PyRobots {
     ) -> PyResult<Bound<'py, PyAny>> {
         static USAGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         static PREFERENCE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        // per vocabulary: each category unstated, and the tuple of them all, made once
+        static UNSTATED: PyOnceLock<Vec<(Vec<Py<PyAny>>, Py<PyTuple>)>> = PyOnceLock::new();
         let u = self.answer(py, target, &agent, roles, |r, t, a, roles| {
             r.usage(t, a, roles)
         })?;
         let new = tuple_new(py)?;
         let preference = robots_py(py, &PREFERENCE, "Preference")?;
+        let pref = |label: &str, value: &str, line: Option<u32>| {
+            let fields = (
+                PyString::intern(py, label),
+                PyString::intern(py, value),
+                line,
+            );
+            new.call1((preference, fields))
+        };
+        let unstated = UNSTATED.get_or_try_init(py, || {
+            manners_core::usage::VOCABULARIES
+                .iter()
+                .map(|v| {
+                    let prefs = v
+                        .categories
+                        .iter()
+                        .map(|c| Ok(pref(c.label, "unstated", None)?.unbind()))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    let all = PyTuple::new(py, &prefs)?.unbind();
+                    Ok((prefs, all))
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })?;
         let mut parts = Vec::with_capacity(2);
-        for (vocabulary, said) in manners_core::usage::VOCABULARIES
+        for ((vocabulary, said), (each, all)) in manners_core::usage::VOCABULARIES
             .iter()
             .zip(&u.vocabularies)
+            .zip(unstated)
         {
+            if said.iter().all(|(p, _)| *p == Pref::Unstated) {
+                parts.push(all.bind(py).clone());
+                continue;
+            }
             let prefs = vocabulary
                 .categories
                 .iter()
                 .zip(said)
-                .map(|(c, (pref, line))| new.call1((preference, (c.label, pref.name(), *line))))
+                .zip(each)
+                .map(|((c, (p, line)), none)| match p {
+                    Pref::Unstated => Ok(none.bind(py).clone()),
+                    _ => pref(c.label, p.name(), *line),
+                })
                 .collect::<PyResult<Vec<_>>>()?;
             parts.push(PyTuple::new(py, prefs)?);
         }
