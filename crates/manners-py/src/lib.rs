@@ -316,6 +316,9 @@ fn decision_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     DECISION.import(py, "manners.robots", "Decision")
 }
 
+/// A vocabulary's categories each unstated (as Preferences), and the tuple of them all.
+type Unstated = (Vec<Py<PyAny>>, Py<PyTuple>);
+
 /// `tuple.__new__`: what a NamedTuple's own `__new__` does, without its Python frame.
 fn tuple_new(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static TUPLE_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -600,7 +603,7 @@ impl PyRobots {
         static USAGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         static PREFERENCE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         // per vocabulary: each category unstated, and the tuple of them all, made once
-        static UNSTATED: PyOnceLock<Vec<(Vec<Py<PyAny>>, Py<PyTuple>)>> = PyOnceLock::new();
+        static UNSTATED: PyOnceLock<Vec<Unstated>> = PyOnceLock::new();
         let u = self.answer(py, target, &agent, roles, |r, t, a, roles| {
             r.usage(t, a, roles)
         })?;
