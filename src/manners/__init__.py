@@ -5,7 +5,17 @@ from .crawl import Crawler, Page
 from .fetch import FetchResult, fetch_robots, robots_locations
 from .profiles import PROFILES, Profile
 from .robot import Policy, Robot, RobotDecision, SyncRobot
-from .robots import Decision, Diagnostic, Group, RequestRate, RobotsTxt, asked_spacing, parse
+from .robots import (
+    Decision,
+    Diagnostic,
+    Group,
+    Preference,
+    RequestRate,
+    RobotsTxt,
+    Usage,
+    asked_spacing,
+    parse,
+)
 from .version import __version__
 
 __all__ = [
@@ -18,12 +28,14 @@ __all__ = [
     "Group",
     "Page",
     "Policy",
+    "Preference",
     "Profile",
     "RequestRate",
     "Robot",
     "RobotDecision",
     "RobotsTxt",
     "SyncRobot",
+    "Usage",
     "__version__",
     "asked_spacing",
     "fetch_robots",

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, final
 from typing_extensions import disjoint_base
 
 from .profiles import Profile as PyProfile
-from .robots import Decision, Diagnostic, Group, Line, RequestRate
+from .robots import Decision, Diagnostic, Group, Line, RequestRate, Usage
 
 __all__ = [
     "FIELD_SPELLINGS",
@@ -30,6 +30,7 @@ __all__ = [
     "product_token",
     "rate",
     "url_path",
+    "usage_malformed",
     "watch_client",
 ]
 
@@ -102,6 +103,7 @@ class Profile:
         agent: str,
         fields_end_groups: bool,
         roles: str,
+        usage_preferences: bool = False,
     ) -> Profile: ...
     @property
     def name(self) -> str: ...
@@ -125,6 +127,7 @@ class RobotsTxt:
     def diagnostics(self) -> list[Diagnostic]: ...
     def allowed(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> bool: ...
     def decide(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> Decision: ...
+    def usage(self, target: str, agent: str = "*", roles: Iterable[str] | None = None) -> Usage: ...
     def crawl_delay(
         self, agent: str = "*", roles: Iterable[str] | None = (), *, profile: str | PyProfile | None = None
     ) -> float | None: ...
@@ -176,6 +179,7 @@ def google_path(s: str) -> str: ...
 def gopher_selectors(s: str) -> tuple[str, ...]: ...
 def head_lines(data: bytes, n: int) -> bytes: ...
 def rate(value: str) -> RequestRate | None: ...
+def usage_malformed(value: str) -> tuple[int, str] | None: ...
 
 # manners watch: one access-log line read as a format ("jetforce", "molly-brown", "agate",
 # "gophernicus", "pygopherd", "combined"): the fields of manners.watch.logs.Hit up to its size,

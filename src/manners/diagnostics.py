@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
-from ._core import FIELD_SPELLINGS, MAX_LINE_BYTES, rate
+from ._core import FIELD_SPELLINGS, MAX_LINE_BYTES, rate, usage_malformed
 from .gopher_reply import gopher_error, gopher_text
 from .profiles import Profile
 from .terminal import safe
@@ -38,8 +38,10 @@ _CANONICAL = {
     "crawl-delay": "Crawl-delay",
     "request-rate": "Request-rate",
     "check": "Check",
+    "content-usage": "Content-Usage",
+    "content-signal": "Content-Signal",
 }
-_KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "content-signal", "visit-time", "comment"}
+_KNOWN_ELSEWHERE = {"host", "clean-param", "noindex", "visit-time", "comment"}
 _NUMBER = re.compile(r"\d+(\.\d+)?$")
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\s]")  # a scheme, then an authority
 
@@ -323,12 +325,43 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind == "check":
             if not _NUMBER.match(value):
                 add(number, "warning", "bad-check", f"Check {quoted(value)} is not a number of seconds")
+        elif kind in ("content-usage", "content-signal"):
+            for d in _usage_line(kind, value, number, profile, seen_agent):
+                add(*d)
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {quoted(key)} is ignored")
     control_before(n_lines + 1)
     if profile.virtual_agents and profile.target != "selector":
         out += _gemini_readings(robots)
+    return out
+
+
+def _usage_line(
+    kind: str, value: str, line: int, profile: Profile, in_group: bool
+) -> list[tuple[int, str, str, str]]:
+    """A Content-Usage or Content-Signal line: a rule of a group (draft-ietf-aipref-attach,
+    "Robots Exclusion Protocol Content-Usage Rule"), read under rfc9309 and google, and a line
+    outside the reading of every other profile (information, as a Virtual-agent line is on the
+    Web).  Its statement must be an RFC 9651 dictionary, or every category is unknown
+    (draft-ietf-aipref-vocab, "Processing Algorithm")."""
+    field = _CANONICAL[kind]
+    if not profile.usage_preferences:
+        return [(line, "info", kind, f"{field} lines mean nothing to a {profile.name} reader")]
+    out = []
+    if not in_group:
+        ignored = f"{field} line before any User-agent line: ignored"
+        out.append((line, "warning", "rule-outside-group", ignored))
+    bad = usage_malformed(value)
+    if bad is not None:
+        at, why = bad
+        out.append((
+            line,
+            "warning",
+            f"bad-{kind}",
+            f"{field} {quoted(value)}: the preference is no structured-field dictionary ({why}, at"
+            f" byte {at}), so every category is unknown",
+        ))  # fmt: skip
     return out
 
 

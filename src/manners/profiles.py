@@ -33,6 +33,9 @@ class Profile:
     #: with virtual agents: "combined" (the star, role and virtual-star groups together, a
     #: target must pass each) or "targeted" (only the most targeted of them)
     roles: Literal["combined", "targeted"] = "combined"
+    #: Content-Usage and Content-Signal lines are read (draft-ietf-aipref-attach updates RFC
+    #: 9309); elsewhere they are lines outside the profile's reading
+    usage_preferences: bool = False
 
 
 RFC9309 = Profile(
@@ -40,6 +43,7 @@ RFC9309 = Profile(
     "RFC 9309, with RFC 3986 normalisation of URL and patterns",
     target="rfc3986",
     always_allowed=frozenset({"/robots.txt"}),
+    usage_preferences=True,
 )
 GOOGLE = Profile(
     "google",
@@ -48,6 +52,7 @@ GOOGLE = Profile(
     index_html=True,
     agent="exact",
     fields_end_groups=False,
+    usage_preferences=True,
 )
 GEMINI = Profile(
     "gemini",

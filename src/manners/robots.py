@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, time
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from . import _core
 from .diagnostics import Diagnostic as Diagnostic  # a finding, as RobotsTxt.diagnostics gives it
@@ -27,6 +27,47 @@ class Decision(NamedTuple):
     rule: str | None  # the deciding rule as written, e.g. "Disallow: /private"
     reason: str
     profile: str
+
+
+class Preference(NamedTuple):
+    """One category of use, what the file prefers for it, and the line that says so."""
+
+    category: str  # its label: "train-ai", "ai-use", "search" (Content-Usage); "ai-input", ...
+    value: Literal["yes", "no", "unstated"]  # unstated: unknown, which is no default
+    line: int | None  # the line that says it; None when unstated
+
+
+class Usage(NamedTuple):
+    """The usage preferences for what a robot fetches from a target (``robots.usage``).
+
+    ``categories`` are the vocabulary of the Content-Usage rule (draft-ietf-aipref-attach-05,
+    draft-ietf-aipref-vocab-08: ``train-ai``, ``ai-use``, ``search``); ``signals`` those of the
+    Content-Signal line (draft-romm-aipref-contentsignals-00: ``search``, ``ai-input``,
+    ``ai-train``).  Preferences apply only to what may be fetched: when ``allowed`` is False,
+    every category is unstated ("no preferences are implied for resources that are
+    disallowed").  Profiles other than rfc9309 and google do not read them.
+    """
+
+    allowed: bool  # the robot may fetch the target
+    categories: tuple[Preference, ...]
+    signals: tuple[Preference, ...]
+    profile: str
+
+    def category(self, label: str) -> Preference:
+        """The Content-Usage preference for a category, by its label (``"train-ai"``)."""
+        return _by_label(self.categories, label, "Content-Usage category")
+
+    def signal(self, label: str) -> Preference:
+        """The Content-Signal value for a category, by its label (``"ai-train"``)."""
+        return _by_label(self.signals, label, "Content-Signal category")
+
+
+def _by_label(prefs: tuple[Preference, ...], label: str, what: str) -> Preference:
+    for p in prefs:
+        if p.category == label:
+            return p
+    known = ", ".join(p.category for p in prefs)
+    raise KeyError(f"no {what} {label!r}: one of {known}")
 
 
 class RequestRate(tuple[int, float]):
@@ -102,6 +143,7 @@ def core_profile(profile: Profile) -> _core.Profile:
             profile.agent,
             profile.fields_end_groups,
             profile.roles,
+            profile.usage_preferences,
         )
     return found
 

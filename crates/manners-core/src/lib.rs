@@ -18,6 +18,7 @@ pub mod table;
 pub mod target;
 #[cfg(test)]
 mod testing;
+pub mod usage;
 pub mod watch;
 
 pub use line::Kind;

@@ -25,10 +25,15 @@ pub enum Kind {
     Unknown = 8,
     /// Not a `key: value` line, nor blank, nor only a comment: kept for diagnostics.
     Unparsable = 9,
+    /// A usage preference: the attachment draft's rule (draft-ietf-aipref-attach, section
+    /// "Robots Exclusion Protocol Content-Usage Rule"), read in `usage.rs`.
+    ContentUsage = 10,
+    /// Cloudflare's usage signals (draft-romm-aipref-contentsignals), read in `usage.rs`.
+    ContentSignal = 11,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 10] = [
+    pub(crate) const ALL: [Kind; 12] = [
         Kind::UserAgent,
         Kind::VirtualAgent,
         Kind::Allow,
@@ -39,6 +44,8 @@ impl Kind {
         Kind::Check,
         Kind::Unknown,
         Kind::Unparsable,
+        Kind::ContentUsage,
+        Kind::ContentSignal,
     ];
 
     /// The name Python sees: `user-agent`, `allow`, `crawl-delay`, ...
@@ -54,6 +61,8 @@ impl Kind {
             Kind::Check => "check",
             Kind::Unknown => "unknown",
             Kind::Unparsable => "unparsable",
+            Kind::ContentUsage => "content-usage",
+            Kind::ContentSignal => "content-signal",
         }
     }
 
@@ -69,12 +78,20 @@ impl Kind {
             Kind::CrawlDelay => [b"Crawl-delay", b"crawl-delay", b"Crawl-Delay"],
             Kind::RequestRate => [b"Request-rate", b"request-rate", b"Request-Rate"],
             Kind::Check => [b"Check", b"check", b"CHECK"],
+            Kind::ContentUsage => [b"Content-Usage", b"content-usage", b"Content-usage"],
+            Kind::ContentSignal => [b"Content-Signal", b"content-signal", b"Content-signal"],
             Kind::Unknown | Kind::Unparsable => [b"", b"", b""],
         }
     }
 
     pub fn is_rule(self) -> bool {
         matches!(self, Kind::Allow | Kind::Disallow)
+    }
+
+    /// Content-Usage and Content-Signal: usage preferences, which never end a run of agent
+    /// lines (an unknown line never did, and verdicts stay as they were).
+    pub fn is_usage(self) -> bool {
+        matches!(self, Kind::ContentUsage | Kind::ContentSignal)
     }
 
     /// Crawl-delay, Request-rate and Check: the fields that may end a run of agent lines.
@@ -93,8 +110,11 @@ const DISALLOW_KEYS: [&[u8]; 6] = [
     b"disallaw",
 ];
 const SITEMAP_KEYS: [&[u8]; 2] = [b"sitemap", b"site-map"];
-/// Fields outside Google's parser: matched whole, with common spellings.
-pub const OTHER_KEYS: [(&[u8], Kind); 7] = [
+/// Fields outside Google's parser: matched whole, with common spellings.  The usage
+/// preference fields are spelled only as their drafts have them, in any case (RFC 9309's
+/// ABNF strings are case-insensitive; the attachment draft, "Processing Content-Usage
+/// Rules", ignores SP and HTAB around the label and the colon, as the line grammar does).
+pub const OTHER_KEYS: [(&[u8], Kind); 9] = [
     (b"crawl-delay", Kind::CrawlDelay),
     (b"crawldelay", Kind::CrawlDelay),
     (b"crawl_delay", Kind::CrawlDelay),
@@ -102,6 +122,8 @@ pub const OTHER_KEYS: [(&[u8], Kind); 7] = [
     (b"requestrate", Kind::RequestRate),
     (b"request_rate", Kind::RequestRate),
     (b"check", Kind::Check),
+    (b"content-usage", Kind::ContentUsage),
+    (b"content-signal", Kind::ContentSignal),
 ];
 
 fn starts_with_ci(key: &[u8], prefix: &[u8]) -> bool {
@@ -267,6 +289,12 @@ mod tests {
         assert_eq!(classify(b"user agent"), Kind::UserAgent);
         assert_eq!(classify(b"crawl_delay"), Kind::CrawlDelay);
         assert_eq!(classify(b"crawl-delays"), Kind::Unknown);
+        assert_eq!(classify(b"CONTENT-usage"), Kind::ContentUsage);
+        assert_eq!(classify(b"Content-Signal"), Kind::ContentSignal);
+        // no spelling the drafts do not have: these stay unknown fields
+        assert_eq!(classify(b"content_usage"), Kind::Unknown);
+        assert_eq!(classify(b"content-usages"), Kind::Unknown);
+        assert_eq!(classify(b"contentsignal"), Kind::Unknown);
         assert_eq!(classify(b"Virtual-agent"), Kind::VirtualAgent);
         assert_eq!(classify("\u{212a}ey".as_bytes()), Kind::Unknown);
         // classify looks at the other keys only for a key beginning with 'c' or 'r'

@@ -57,6 +57,10 @@ pub struct Profile {
     /// Crawl-delay, Request-rate and Check lines end a run of agent lines, as a rule does.
     pub fields_end_groups: bool,
     pub roles: Roles,
+    /// Content-Usage and Content-Signal lines are read (the attachment draft updates RFC
+    /// 9309; Google's parser skips lines it does not know, so its verdicts are the same).
+    /// Elsewhere they are lines outside the profile's reading.
+    pub usage_preferences: bool,
 }
 
 impl Profile {
@@ -75,12 +79,14 @@ impl Profile {
             exact_agent: false,
             fields_end_groups: true,
             roles: Roles::Combined,
+            usage_preferences: false,
         }
     }
 
     pub fn rfc9309() -> Profile {
         Profile {
             always_allowed: vec![b"/robots.txt".to_vec()],
+            usage_preferences: true,
             ..Profile::base("rfc9309", Target::Rfc3986)
         }
     }
@@ -90,6 +96,7 @@ impl Profile {
             index_html: true,
             exact_agent: true,
             fields_end_groups: false,
+            usage_preferences: true,
             ..Profile::base("google", Target::Google)
         }
     }

@@ -20,6 +20,7 @@ use crate::table::{Table, SINCE_FIELD, SINCE_RULE};
 use crate::target::{
     google_escape, google_path, gopher_selectors, is_plain, normalise, url_path, NotAPath, Subjects,
 };
+use crate::usage::{combine, split_rule, statement, Pref, Statement, VOCABULARIES};
 
 /// Entries `from..to` of the line table.
 pub type Span = (usize, usize);
@@ -105,6 +106,8 @@ pub struct Choice {
     rules: OnceLock<Rules>,
     /// Asked before: worth compiling.
     asked: AtomicBool,
+    /// Its Content-Usage and Content-Signal rules, read the first time usage is asked.
+    usage: OnceLock<Vec<UsageRule>>,
 }
 
 impl Choice {
@@ -114,8 +117,36 @@ impl Choice {
             groups,
             rules: OnceLock::new(),
             asked: AtomicBool::new(false),
+            usage: OnceLock::new(),
         }
     }
+}
+
+/// A Content-Usage or Content-Signal rule, read: which vocabulary, its path pattern as the
+/// profile reads Allow and Disallow patterns (None: no path, so every path), its line, and
+/// its statement.
+#[derive(Debug)]
+struct UsageRule {
+    vocabulary: usize,
+    pattern: Option<Vec<u8>>,
+    line: u32,
+    statement: Statement,
+}
+
+/// What a file prefers be done with what a robot fetches from a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usage {
+    /// The robot may fetch the target.  Preferences apply only to what may be fetched
+    /// (attach, "Content-Usage Rule Semantics": "no preferences are implied for resources
+    /// that are disallowed"): when it may not, every category is unstated.
+    pub allowed: bool,
+    /// The profile reads usage preferences (rfc9309, google); under the others every
+    /// category is unstated.
+    pub read: bool,
+    pub profile: String,
+    /// For each vocabulary of `usage::VOCABULARIES`, each of its categories in order: the
+    /// preference and the line that says it (None when unstated).
+    pub vocabularies: Vec<Vec<(Pref, Option<u32>)>>,
 }
 
 /// A deciding rule: Allow?, and the entry of its line.
@@ -499,6 +530,92 @@ impl RobotsTxt {
                     })
             });
             Rules::new(sources, t.arena(), profile.wildcards, profile.anchor)
+        })
+    }
+
+    // -- usage preferences ---------------------------------------------------------------
+
+    /// The usage preferences for what `agent`, acting as `roles`, fetches from `target`.
+    ///
+    /// A Content-Usage rule applies to a path as Allow and Disallow rules do (attach,
+    /// "Content-Usage Rule Semantics": "the same path prefix matching rules", the length
+    /// "counting the number of bytes in the encoded path"): the longest matching pattern
+    /// decides, and a rule without a path matches every path at length 0.  The rules that
+    /// tie at that length (the same path, said twice) are combined category by category as
+    /// the vocabulary says ("Combining Preferences": any `n` wins, then any `y`), and so are
+    /// the choices of a robot with several.  Content-Signal rules are read the same way.
+    /// The rules are those of the groups that decide for this robot (the groups its
+    /// verdicts come from: a Content-Usage line never ends a run of agent lines).
+    pub fn usage(
+        &self,
+        target: &[u8],
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Result<Usage, NotAPath> {
+        let profile = self.profile_for(target);
+        let allowed = self.allowed(target, agent, roles)?;
+        let mut out = Usage {
+            allowed,
+            read: profile.usage_preferences,
+            profile: profile.name.clone(),
+            vocabularies: VOCABULARIES
+                .iter()
+                .map(|v| vec![(Pref::Unstated, None); v.categories.len()])
+                .collect(),
+        };
+        if !allowed || !profile.usage_preferences || !self.table.usage {
+            return Ok(out);
+        }
+        let policy = self.policy(profile, agent, roles);
+        let (path, _) = subjects(profile, target)?;
+        let path = path.as_ref();
+        let mut said: Vec<(&Statement, u32)> = Vec::new();
+        for (v, vocabulary) in VOCABULARIES.iter().enumerate() {
+            said.clear();
+            for choice in &policy.choices {
+                let rules = self.usage_rules(profile, choice);
+                let rules = || rules.iter().filter(|r| r.vocabulary == v);
+                let length = |r: &UsageRule| match &r.pattern {
+                    None => Some(0),
+                    Some(p) => pattern_matches(p, path, profile.wildcards, profile.anchor)
+                        .then_some(p.len()),
+                };
+                let Some(longest) = rules().filter_map(length).max() else {
+                    continue;
+                };
+                said.extend(
+                    rules()
+                        .filter(|r| length(r) == Some(longest))
+                        .map(|r| (&r.statement, r.line)),
+                );
+            }
+            for k in 0..vocabulary.categories.len() {
+                let (pref, by) = combine(said.iter().map(|(s, _)| s[k]));
+                out.vocabularies[v][k] = (pref, by.map(|i| said[i].1));
+            }
+        }
+        Ok(out)
+    }
+
+    fn usage_rules<'a>(&self, profile: &Profile, choice: &'a Choice) -> &'a [UsageRule] {
+        choice.usage.get_or_init(|| {
+            let t = &self.table;
+            let mut out = Vec::new();
+            for &((from, to), _) in &choice.groups {
+                for (_, number, kind, value) in t.entries(from, to) {
+                    let Some(v) = VOCABULARIES.iter().position(|v| v.field == kind) else {
+                        continue;
+                    };
+                    let (path, said) = split_rule(value);
+                    out.push(UsageRule {
+                        vocabulary: v,
+                        pattern: path.map(|p| pattern_of(profile, p).into_owned()),
+                        line: number,
+                        statement: statement(said, VOCABULARIES[v]).0,
+                    });
+                }
+            }
+            out
         })
     }
 
@@ -1070,6 +1187,12 @@ impl RobotsTxt {
                             }
                             + c.groups.capacity() * std::mem::size_of::<(Span, (u32, u32))>()
                             + c.rules.get().map_or(0, Rules::heap_size)
+                            + c.usage.get().map_or(0, |u| {
+                                u.capacity() * std::mem::size_of::<UsageRule>()
+                                    + u.iter()
+                                        .map(|r| r.pattern.as_ref().map_or(0, Vec::capacity))
+                                        .sum::<usize>()
+                            })
                     })
                     .sum::<usize>()
         };
@@ -1250,6 +1373,220 @@ mod forbidding_tests {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+    use crate::testing::generated;
+    use crate::usage::{AIPREF, CONTENT_SIGNALS};
+
+    /// `label=value@line` for each stated category of `vocab` (index in VOCABULARIES).
+    fn said(u: &Usage, v: usize) -> Vec<String> {
+        let vocab = VOCABULARIES[v];
+        vocab
+            .categories
+            .iter()
+            .zip(&u.vocabularies[v])
+            .filter(|(_, (p, _))| *p != Pref::Unstated)
+            .map(|(c, (p, line))| format!("{}={}@{}", c.label, p.name(), line.unwrap_or(0)))
+            .collect()
+    }
+
+    fn prefs(file: &str, target: &str, agent: &str) -> (bool, Vec<String>, Vec<String>) {
+        let r = RobotsTxt::parse(file.as_bytes(), None, None);
+        let u = r.usage(target.as_bytes(), agent, &[]).unwrap();
+        (u.allowed, said(&u, 0), said(&u, 1))
+    }
+
+    /// attach "Example" (section "Robots Exclusion Protocol Content-Usage Rule"), its
+    /// figure and its table, for both robots.
+    #[test]
+    fn attach_robots_example() {
+        let file = "User-Agent: *\nAllow: /\nDisallow: /never/\nContent-Usage: train-ai=n\n\
+                    Content-Usage: /ai-ok/ train-ai=y\n\nUser-Agent: ExampleBot\nAllow: /\n\
+                    Content-Usage: train-ai=y\n";
+        let no = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            prefs(file, "/test", "*"),
+            (true, no(&["train-ai=no@4"]), no(&[]))
+        );
+        assert_eq!(prefs(file, "/never/test", "*"), (false, no(&[]), no(&[])));
+        assert_eq!(
+            prefs(file, "/ai-ok/test", "*"),
+            (true, no(&["train-ai=yes@5"]), no(&[]))
+        );
+        for path in ["/test", "/never/test", "/ai-ok/test"] {
+            assert_eq!(
+                prefs(file, path, "ExampleBot"),
+                (true, no(&["train-ai=yes@9"]), no(&[]))
+            );
+        }
+        // attach "Examples" (Introduction)
+        let intro = "User-Agent: *\nAllow: /\nContent-Usage: train-ai=n\n";
+        assert_eq!(
+            prefs(intro, "/x", "bot"),
+            (true, no(&["train-ai=no@3"]), no(&[]))
+        );
+    }
+
+    #[test]
+    fn identical_paths_combine_and_the_longest_path_decides() {
+        let file = "User-agent: *\nContent-Usage: /a train-ai=y, search=y\n\
+                    Content-Usage: /a train-ai=n\nContent-Usage: /a/b ai-use=y\n\
+                    Content-Usage: search=n\n";
+        let (_, cu, _) = prefs(file, "/a/x", "*");
+        assert_eq!(cu, ["train-ai=no@3", "search=yes@2"]);
+        // the longest rule's statement decides whole: what it leaves unstated stays so
+        assert_eq!(prefs(file, "/a/b", "*").1, ["ai-use=yes@4"]);
+        assert_eq!(prefs(file, "/z", "*").1, ["search=no@5"]);
+        // a malformed statement is unknown, and still the longest rule
+        let bad = "User-agent: *\nContent-Usage: train-ai=n\nContent-Usage: /x Train-AI=y\n";
+        assert_eq!(prefs(bad, "/x/1", "*").1, Vec::<String>::new());
+        assert_eq!(prefs(bad, "/y", "*").1, ["train-ai=no@2"]);
+    }
+
+    #[test]
+    fn content_signals_are_read_beside_content_usage() {
+        let file = "User-Agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n\
+                    Content-Usage: train-ai=n\nContent-signal: /docs/ ai-input=yes\n";
+        let (allowed, cu, cs) = prefs(file, "https://example.com/page", "anybot");
+        assert!(allowed);
+        assert_eq!(cu, ["train-ai=no@4"]);
+        assert_eq!(cs, ["search=yes@2", "ai-train=no@2"]);
+        assert_eq!(prefs(file, "/docs/a", "*").2, ["ai-input=yes@5"]);
+    }
+
+    #[test]
+    fn paths_are_matched_as_the_profile_matches_rules() {
+        let file = "User-agent: *\nContent-Usage: /*.pdf$ train-ai=n\n\
+                    Content-Usage: /caf%C3%A9/ search=n\n";
+        assert_eq!(prefs(file, "/x/a.pdf", "*").1, ["train-ai=no@2"]);
+        assert_eq!(prefs(file, "/x/a.pdf?q", "*").1, Vec::<String>::new());
+        assert_eq!(prefs(file, "/café/x", "*").1, ["search=no@3"]);
+    }
+
+    #[test]
+    fn only_the_web_profiles_read_them() {
+        let file = b"User-agent: *\nContent-Usage: train-ai=n\nContent-Signal: search=no\n";
+        for profile in Profile::builtin() {
+            let reads = profile.usage_preferences;
+            let r = RobotsTxt::parse(file, Some(Arc::new(profile.clone())), None);
+            let u = r.usage(b"/x", "*", &[]).unwrap();
+            assert_eq!(u.read, reads, "{}", profile.name);
+            let stated = u
+                .vocabularies
+                .iter()
+                .flatten()
+                .any(|p| p.0 != Pref::Unstated);
+            assert_eq!(stated, reads, "{}", profile.name);
+        }
+        let names: Vec<String> = Profile::builtin()
+            .into_iter()
+            .filter(|p| p.usage_preferences)
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(names, ["rfc9309", "google"]);
+        // by scheme: a gemini:// target is read under gemini
+        let r = RobotsTxt::parse(file, None, None);
+        let u = r.usage(b"gemini://h/x", "*", &[]).unwrap();
+        assert!(!u.read && u.vocabularies[0][0].0 == Pref::Unstated);
+        assert!(r.usage(b"no path", "*", &[]).is_err());
+    }
+
+    #[test]
+    fn a_file_without_them_states_nothing() {
+        let r = RobotsTxt::parse(
+            b"User-agent: *\nDisallow: /a\nFoo: train-ai=n\n",
+            None,
+            None,
+        );
+        assert!(!r.table().usage);
+        let u = r.usage(b"/b", "*", &[]).unwrap();
+        assert!(u.allowed && u.read);
+        assert_eq!(u.vocabularies[0].len(), AIPREF.categories.len());
+        assert_eq!(u.vocabularies[1].len(), CONTENT_SIGNALS.categories.len());
+        assert!(u
+            .vocabularies
+            .iter()
+            .flatten()
+            .all(|p| *p == (Pref::Unstated, None)));
+        assert!(!r.usage(b"/a", "*", &[]).unwrap().allowed);
+    }
+
+    /// Usage lines change no verdict: each file decides as it does with them spelled as an
+    /// unknown field, under every profile.
+    #[test]
+    fn usage_lines_change_no_verdict() {
+        let lines: [&[u8]; 11] = [
+            b"User-agent: *\n",
+            b"User-agent: foobot\n",
+            b"Virtual-agent: indexer\n",
+            b"Disallow: /a\n",
+            b"Allow: /a/b\n",
+            b"Crawl-delay: 2\n",
+            b"Content-Usage: train-ai=n\n",
+            b"content-usage /a\n",
+            b"Content-Signal: search=yes, ai-train=no\n",
+            b"CONTENT-SIGNAL: /a/b ai-input=no\n",
+            b"\n",
+        ];
+        let targets: [&[u8]; 5] = [b"/", b"/a", b"/a/b", b"gemini://h/a", b"gopher://h/0/a"];
+        let profiles: Vec<Arc<Profile>> = Profile::builtin().into_iter().map(Arc::new).collect();
+        for data in generated(0x51a7_e2d1_03c4_9f6b, 2_000, 10, &lines) {
+            let unknown: Vec<u8> = String::from_utf8_lossy(&data)
+                .replace("ontent-", "ontenx-")
+                .replace("ONTENT-", "ONTENX-")
+                .into_bytes();
+            for profile in profiles.iter().map(Some).chain([None]) {
+                let a = RobotsTxt::parse(&data, profile.cloned(), None);
+                let b = RobotsTxt::parse(&unknown, profile.cloned(), None);
+                for target in targets {
+                    for (agent, roles) in [("*", &[][..]), ("foobot", &[]), ("*", &["indexer"])] {
+                        assert_eq!(
+                            a.decide(target, agent, roles),
+                            b.decide(target, agent, roles),
+                            "{:?}",
+                            String::from_utf8_lossy(&data)
+                        );
+                        let u = a.usage(target, agent, roles).unwrap();
+                        assert_eq!(u.allowed, a.allowed(target, agent, roles).unwrap());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod usage_speed {
+    use super::*;
+
+    /// `cargo test --release -- --ignored usage_speed --nocapture`: usage() on 2,000 rules.
+    #[test]
+    #[ignore]
+    fn usage_speed() {
+        let mut file = String::from("User-agent: *\n");
+        for i in 0..2000 {
+            file += &format!("Disallow: /p{i}/\n");
+        }
+        file += "Content-Usage: train-ai=n\nContent-Usage: /ai-ok/ train-ai=y\nContent-Signal: search=yes, ai-train=no\n";
+        let r = RobotsTxt::parse(file.as_bytes(), None, None);
+        let n = 200_000;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(r.usage(b"/ai-ok/a", "*", &[]).unwrap());
+            }
+            let u = t.elapsed().as_nanos() as f64 / n as f64;
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(r.allowed(b"/ai-ok/a", "*", &[]).unwrap());
+            }
+            let a = t.elapsed().as_nanos() as f64 / n as f64;
+            println!("usage {u:.0} ns, allowed {a:.0} ns");
         }
     }
 }

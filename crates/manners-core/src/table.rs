@@ -102,6 +102,9 @@ pub struct Table {
     agent_lines: Vec<AgentLine>,
     /// The rules and fields (`SINCE_*`) after the last agent line, or in the whole file.
     since: u8,
+    /// It has a Content-Usage or Content-Signal line: without one, usage questions are
+    /// answered at once.
+    pub usage: bool,
     /// Lines holding control characters or bytes that are not UTF-8.
     pub control_lines: Vec<u32>,
     /// Lines cut at MAX_LINE_BYTES.
@@ -459,6 +462,8 @@ fn spelled(key: &[u8]) -> Option<(Kind, u8)> {
         (11, b'c') => Kind::CrawlDelay,
         (12, b'r') => Kind::RequestRate,
         (13, b'v') => Kind::VirtualAgent,
+        (13, b'c') => Kind::ContentUsage,
+        (14, b'c') => Kind::ContentSignal,
         _ => return None,
     };
     let key = ends(key);
@@ -796,6 +801,7 @@ impl Table {
             }
             Kind::Allow | Kind::Disallow => self.since |= SINCE_RULE,
             Kind::CrawlDelay | Kind::RequestRate | Kind::Check => self.since |= SINCE_FIELD,
+            Kind::ContentUsage | Kind::ContentSignal => self.usage = true,
             _ => {}
         }
         let meta =

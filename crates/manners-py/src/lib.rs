@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use manners_core::line::Kind;
 use manners_core::profile::{Preamble, Roles, Target};
+use manners_core::usage::Pref;
 use manners_core::{smallnet, target, Profile, RobotsTxt};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -41,7 +42,7 @@ struct PyProfile {
 impl PyProfile {
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (name, target, wildcards, anchor, allow, index_html, virtual_agents, preamble, records, always_allowed, agent, fields_end_groups, roles))]
+    #[pyo3(signature = (name, target, wildcards, anchor, allow, index_html, virtual_agents, preamble, records, always_allowed, agent, fields_end_groups, roles, usage_preferences=false))]
     fn new(
         name: String,
         target: &str,
@@ -56,6 +57,7 @@ impl PyProfile {
         agent: &str,
         fields_end_groups: bool,
         roles: &str,
+        usage_preferences: bool,
     ) -> PyResult<Self> {
         let bad = |what: &str, v: &str| PyValueError::new_err(format!("unknown {what} {v:?}"));
         let inner = Profile {
@@ -95,6 +97,7 @@ impl PyProfile {
                 "targeted" => Roles::Targeted,
                 _ => return Err(bad("roles", roles)),
             },
+            usage_preferences,
         };
         Ok(PyProfile {
             inner: Arc::new(inner),
@@ -311,6 +314,19 @@ fn not_a_path(target: &Bound<'_, PyAny>) -> PyErr {
 fn decision_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static DECISION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     DECISION.import(py, "manners.robots", "Decision")
+}
+
+/// A vocabulary's categories each unstated (as Preferences), and the tuple of them all.
+type Unstated = (Vec<Py<PyAny>>, Py<PyTuple>);
+
+/// `tuple.__new__`: what a NamedTuple's own `__new__` does, without its Python frame.
+fn tuple_new(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static TUPLE_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    TUPLE_NEW
+        .get_or_try_init(py, || {
+            PyResult::Ok(py.get_type::<PyTuple>().getattr("__new__")?.unbind())
+        })
+        .map(|new| new.bind(py))
 }
 
 /// A body (bytes, str, bytearray or memoryview) read under `core`, with the GIL released.
@@ -571,6 +587,77 @@ impl PyRobots {
             PyResult::Ok(py.get_type::<PyTuple>().getattr("__new__")?.unbind())
         })?;
         new.bind(py).call1((decision_class(py)?, fields))
+    }
+
+    /// The usage preferences for what this robot fetches from `target`, as a Usage: for each
+    /// category of Content-Usage (draft-ietf-aipref-vocab-08) and of Content-Signal
+    /// (draft-romm-aipref-contentsignals-00), yes, no or unstated, with the line that says it.
+    #[pyo3(signature = (target, agent=Agent(None), roles=None), text_signature = "(self, /, target, agent='*', roles=None)")]
+    fn usage<'py>(
+        &self,
+        py: Python<'py>,
+        target: &Bound<'py, PyAny>,
+        agent: Agent<'py>,
+        roles: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        static USAGE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        static PREFERENCE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        // per vocabulary: each category unstated, and the tuple of them all, made once
+        static UNSTATED: PyOnceLock<Vec<Unstated>> = PyOnceLock::new();
+        let u = self.answer(py, target, &agent, roles, |r, t, a, roles| {
+            r.usage(t, a, roles)
+        })?;
+        let new = tuple_new(py)?;
+        let preference = robots_py(py, &PREFERENCE, "Preference")?;
+        let pref = |label: &str, value: &str, line: Option<u32>| {
+            let fields = (
+                PyString::intern(py, label),
+                PyString::intern(py, value),
+                line,
+            );
+            new.call1((preference, fields))
+        };
+        let unstated = UNSTATED.get_or_try_init(py, || {
+            manners_core::usage::VOCABULARIES
+                .iter()
+                .map(|v| {
+                    let prefs = v
+                        .categories
+                        .iter()
+                        .map(|c| Ok(pref(c.label, "unstated", None)?.unbind()))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    let all = PyTuple::new(py, &prefs)?.unbind();
+                    Ok((prefs, all))
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })?;
+        let mut parts = Vec::with_capacity(2);
+        for ((vocabulary, said), (each, all)) in manners_core::usage::VOCABULARIES
+            .iter()
+            .zip(&u.vocabularies)
+            .zip(unstated)
+        {
+            if said.iter().all(|(p, _)| *p == Pref::Unstated) {
+                parts.push(all.bind(py).clone());
+                continue;
+            }
+            let prefs = vocabulary
+                .categories
+                .iter()
+                .zip(said)
+                .zip(each)
+                .map(|((c, (p, line)), none)| match p {
+                    Pref::Unstated => Ok(none.bind(py).clone()),
+                    _ => pref(c.label, p.name(), *line),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            parts.push(PyTuple::new(py, prefs)?);
+        }
+        let [categories, signals]: [Bound<'py, PyTuple>; 2] = parts
+            .try_into()
+            .map_err(|_| PyValueError::new_err("two vocabularies"))?;
+        let usage = robots_py(py, &USAGE, "Usage")?;
+        new.call1((usage, (u.allowed, categories, signals, u.profile)))
     }
 
     /// Seconds between requests asked of this robot (the largest that applies).
@@ -919,6 +1006,18 @@ fn head_lines(py: Python<'_>, data: &Bound<'_, PyBytes>, n: usize) -> Py<PyBytes
     PyBytes::new(py, &manners_core::table::head_lines(data.as_bytes(), n)).unbind()
 }
 
+/// Why the statement of a Content-Usage or Content-Signal value (after its path, if any) is
+/// no RFC 9651 Dictionary, which leaves every category unknown: (byte offset in the
+/// statement, reason); None when it is one.
+#[pyfunction]
+fn usage_malformed(value: &Bound<'_, PyString>) -> PyResult<Option<(usize, &'static str)>> {
+    let value = str_bytes(value)?;
+    let (_, said) = manners_core::usage::split_rule(&value);
+    Ok(manners_core::usage::dictionary(said)
+        .err()
+        .map(|e| (e.at, e.why)))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProfile>()?;
@@ -942,6 +1041,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gopher_selectors, m)?)?;
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
+    m.add_function(wrap_pyfunction!(usage_malformed, m)?)?;
     watch_logs::register(m)?;
     m.add_function(wrap_pyfunction!(asked_spacing, m)?)?;
     watch_fold::register(m)?;
