@@ -39,7 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -190,22 +190,12 @@ def draw_web(out: Path, lines: int, seed: int) -> Drawn:
         agents[c] = browsers[c % 2]
         streams.append((c, person(rng, per_person)))
     addresses = {c: _address(c) for c in agents}
-    stamps: dict[int, str] = {}
-    with drawn.path.open("w") as f:
-        for t, c, path in _merged(streams):
-            second = int(t)
-            stamp = stamps.get(second)
-            if stamp is None:
-                stamps.clear()
-                stamp = stamps[second] = datetime.fromtimestamp(second, UTC).strftime(
-                    "%d/%b/%Y:%H:%M:%S +0000"
-                )
-            size = 200 + (c * 7919 + second) % 30000
-            f.write(f'{addresses[c]} - - [{stamp}] "GET {path} HTTP/1.1" 200 {size} "-" "{agents[c]}"\n')
-            drawn.lines += 1
-            if drawn.lines >= lines:
-                break
-    return drawn
+
+    def line(c: int, stamp: str, path: str, second: int) -> str:
+        size = 200 + (c * 7919 + second) % 30000
+        return f'{addresses[c]} - - [{stamp}] "GET {path} HTTP/1.1" 200 {size} "-" "{agents[c]}"\n'
+
+    return _written(drawn, streams, lines, line)
 
 
 def draw_gemini(out: Path, lines: int, seed: int) -> Drawn:
@@ -224,6 +214,22 @@ def draw_gemini(out: Path, lines: int, seed: int) -> Drawn:
         streams.append((c, robot(rng, per_robot, rude, gemini=True)))
     for c in range(n_robots, n_robots + n_people):
         streams.append((c, person(rng, per_person)))
+
+    def line(c: int, stamp: str, path: str, second: int) -> str:
+        size = (c * 31 + second) % 26000
+        return f'{_address(c)} [{stamp}] "gemini://capsule.example{path}" 20 "text/gemini" {size}\n'
+
+    return _written(drawn, streams, lines, line)
+
+
+def _written(
+    drawn: Drawn,
+    streams: list[tuple[int, Iterator[tuple[float, str]]]],
+    lines: int,
+    line: Callable[[int, str, str, int], str],
+) -> Drawn:
+    """Every client's requests, in time order, written to ``drawn.path`` as ``line`` makes them
+    (client, the time as logged, path, the second), to ``lines`` of them."""
     stamps: dict[int, str] = {}
     with drawn.path.open("w") as f:
         for t, c, path in _merged(streams):
@@ -234,8 +240,7 @@ def draw_gemini(out: Path, lines: int, seed: int) -> Drawn:
                 stamp = stamps[second] = datetime.fromtimestamp(second, UTC).strftime(
                     "%d/%b/%Y:%H:%M:%S +0000"
                 )
-            size = (c * 31 + second) % 26000
-            f.write(f'{_address(c)} [{stamp}] "gemini://capsule.example{path}" 20 "text/gemini" {size}\n')
+            f.write(line(c, stamp, path, second))
             drawn.lines += 1
             if drawn.lines >= lines:
                 break
