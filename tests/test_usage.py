@@ -225,16 +225,19 @@ def test_lint_knows_both_fields() -> None:
         assert usage == [(line, "info", code) for line, code in lines], name
 
 
-def test_a_usage_line_between_agent_lines_ends_no_group() -> None:
+def test_a_usage_line_between_agent_lines_ends_a_group_for_usage_only() -> None:
     """Verdicts never change: as an unknown line never did, a Content-Usage line between two
-    User-agent lines leaves them one group (both agents read its rules and preferences)."""
+    User-agent lines leaves them one group for verdicts (both agents read its rules).  For
+    usage preferences it is a rule (attach §3's grammar) and ends the first group: only `a`
+    reads its preference."""
     text = "User-agent: a\nContent-Usage: train-ai=n\nUser-agent: b\nDisallow: /\n"
     for name in ("rfc9309", "google"):
         robots = manners.parse(text, name)
         assert not robots.allowed("/x", "a") and not robots.allowed("/x", "b")
         assert [g.lines for g in robots.groups(name)] == [(1, 4)]
     robots = manners.parse(text.replace("Disallow: /", "Allow: /"))
-    assert stated(robots.usage("/x", "a").categories) == stated(robots.usage("/x", "b").categories)
+    assert stated(robots.usage("/x", "a").categories) == {"train-ai": ("no", 2)}
+    assert stated(robots.usage("/x", "b").categories) == {}
 
 
 @pytest.mark.parametrize("name", list(PROFILES))

@@ -169,6 +169,20 @@ def test_attach_3_content_usage_between_user_agent_lines_keeps_the_verdicts() ->
             assert got == manners.parse(bare, profile=profile).allowed("/x", agent=agent)
 
 
+def test_attach_3_1_the_group_is_chosen_by_product_token_and_merged() -> None:
+    """attach §3.1: "Each group in the file applies to a set of crawlers, identified by product
+    token as defined in Section 2.2.1 of ROBOTS" (groups naming one agent are combined)."""
+    text = (
+        "User-agent: BotA\nContent-Usage: /x search=n\n\n"
+        "User-agent: *\nContent-Usage: train-ai=n\n\n"
+        "User-agent: bota\nContent-Usage: /y train-ai=n\n"
+    )
+    assert said(text, "/x/1", "BotA/3.0") == only(2, search="no")
+    assert said(text, "/y/1", "BotA") == only(8, train_ai="no")
+    assert said(text, "/z", "BotA") == NOTHING
+    assert said(text, "/x/1", "Other") == only(5, train_ai="no")
+
+
 def test_attach_3_content_usage_outside_any_group_applies_to_nobody() -> None:
     """attach §3: Content-Usage is a rule of a Group; a line before the first User-agent is in
     none (a reading: the draft does not say more)."""
@@ -396,6 +410,13 @@ def test_contentsignals_4_a_signal_left_out_is_unstated() -> None:
     text = "User-Agent: *\nContent-Signal: search=yes, ai-train=no\n"
     assert signal(text, "/", "ai-input") == ("unstated", None)
     assert signal(text, "/", "search") == ("yes", 2)
+
+
+def test_contentsignals_4_signals_apply_per_group() -> None:
+    """Content-Signal lines sit in groups like Content-Usage (attach §3.1's group choice)."""
+    text = "User-agent: GPTBot\nContent-Signal: ai-train=no\n\nUser-agent: *\nContent-Signal: ai-train=yes\n"
+    assert signal(text, "/", "ai-train", agent="GPTBot") == ("no", 2)
+    assert signal(text, "/", "ai-train", agent="Other") == ("yes", 5)
 
 
 def test_contentsignals_and_vocab_6_6_are_reported_apart() -> None:

@@ -88,8 +88,10 @@ impl Kind {
         matches!(self, Kind::Allow | Kind::Disallow)
     }
 
-    /// Content-Usage and Content-Signal: usage preferences, which never end a run of agent
-    /// lines (an unknown line never did, and verdicts stay as they were).
+    /// Content-Usage and Content-Signal: usage preferences.  For verdicts they never end a
+    /// run of agent lines (an unknown line never did, and verdicts stay as they were); for
+    /// usage preferences they do, as the attachment draft's grammar has them
+    /// (`RobotsTxt::usage_groups`).
     pub fn is_usage(self) -> bool {
         matches!(self, Kind::ContentUsage | Kind::ContentSignal)
     }

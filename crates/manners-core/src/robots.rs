@@ -247,8 +247,14 @@ pub struct RobotsTxt {
     table: Arc<Table>,
     profile: Option<Arc<Profile>>,
     groupings: [OnceLock<Box<Groups>>; 5],
+    /// The groups as the attachment draft delimits them for usage preferences (a
+    /// Content-Usage or Content-Signal line is a rule: it ends a run of agent lines), by
+    /// `Profile::grouping` (records_1994 profiles use theirs).
+    usage_groupings: [OnceLock<Box<Groups>>; 4],
     first_policy: OnceLock<Box<(PolicyKey, Policy)>>,
     policies: Mutex<Vec<(PolicyKey, Arc<Policy>)>>,
+    /// Whose usage preferences apply to a robot, chosen from `usage_groupings`.
+    usage_policies: Mutex<Vec<(PolicyKey, Arc<Policy>)>>,
 }
 
 /// A policy, borrowed from the file or shared with it.
@@ -294,8 +300,10 @@ impl RobotsTxt {
             table,
             profile,
             groupings: Default::default(),
+            usage_groupings: Default::default(),
             first_policy: OnceLock::new(),
             policies: Mutex::new(Vec::new()),
+            usage_policies: Mutex::new(Vec::new()),
         }
     }
 
@@ -544,8 +552,11 @@ impl RobotsTxt {
     /// tie at that length (the same path, said twice) are combined category by category as
     /// the vocabulary says ("Combining Preferences": any `n` wins, then any `y`), and so are
     /// the choices of a robot with several.  Content-Signal rules are read the same way.
-    /// The rules are those of the groups that decide for this robot (the groups its
-    /// verdicts come from: a Content-Usage line never ends a run of agent lines).
+    /// The rules are those of the groups chosen for this robot as its verdicts' groups are
+    /// chosen (by product token, same-named groups merged, else `*`; virtual agents and
+    /// roles as the profile says), but with groups delimited by the draft's grammar, where a
+    /// Content-Usage or Content-Signal line is a rule and ends a run of agent lines
+    /// (`usage_groups`).  Verdicts keep their own groups, where it does not.
     pub fn usage(
         &self,
         target: &[u8],
@@ -566,7 +577,7 @@ impl RobotsTxt {
         if !allowed || !profile.usage_preferences || !self.table.usage {
             return Ok(out);
         }
-        let policy = self.policy(profile, agent, roles);
+        let policy = self.usage_policy(profile, agent, roles);
         let (path, _) = subjects(profile, target)?;
         let path = path.as_ref();
         let mut said: Vec<(&Statement, u32)> = Vec::new();
@@ -595,6 +606,37 @@ impl RobotsTxt {
             }
         }
         Ok(out)
+    }
+
+    /// Whose usage preferences apply to this robot, chosen once and kept.
+    fn usage_policy(
+        &self,
+        profile: &Arc<Profile>,
+        agent: &str,
+        roles: RoleList<'_>,
+    ) -> Arc<Policy> {
+        let mut policies = self
+            .usage_policies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = policies.iter().find(|(k, _)| {
+            Arc::ptr_eq(&k.profile, profile)
+                && k.agent == agent
+                && k.roles.iter().map(String::as_str).eq(roles.iter().copied())
+        }) {
+            return Arc::clone(p);
+        }
+        let token = token_of(profile, agent);
+        let grouping = self.usage_groups(profile);
+        let policy =
+            Arc::new(self.choose_by_groups(profile, grouping, true, token.as_deref(), roles));
+        let key = PolicyKey {
+            profile: Arc::clone(profile),
+            agent: agent.to_string(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+        };
+        policies.push((key, Arc::clone(&policy)));
+        policy
     }
 
     fn usage_rules<'a>(&self, profile: &Profile, choice: &'a Choice) -> &'a [UsageRule] {
@@ -740,23 +782,37 @@ impl RobotsTxt {
             Box::new(if profile.records_1994 {
                 self.records_1994()
             } else {
-                self.delimit(profile.virtual_agents, profile.fields_end_groups)
+                self.delimit(profile.virtual_agents, profile.fields_end_groups, false)
             })
         })
     }
 
+    /// The groups as the attachment draft delimits them under a profile, for usage
+    /// preferences: as `groups`, but a Content-Usage or Content-Signal line also ends a run
+    /// of agent lines (the draft adds both to RFC 9309's rules).
+    pub fn usage_groups(&self, profile: &Profile) -> &Groups {
+        if profile.records_1994 {
+            return self.groups(profile);
+        }
+        self.usage_groupings[profile.grouping()].get_or_init(|| {
+            Box::new(self.delimit(profile.virtual_agents, profile.fields_end_groups, true))
+        })
+    }
+
     /// Whether entries `from..to` hold a rule (with `fields`, also a Crawl-delay, Request-rate
-    /// or Check line).
-    fn has_rule(&self, from: usize, to: usize, fields: bool) -> bool {
+    /// or Check line; with `usage`, also a Content-Usage or Content-Signal line).
+    fn has_rule(&self, from: usize, to: usize, fields: bool, usage: bool) -> bool {
         (from..to).any(|i| {
             let k = self.table.kind(i);
-            k.is_rule() || (fields && k.is_field())
+            k.is_rule() || (fields && k.is_field()) || (usage && k.is_usage())
         })
     }
 
     /// Runs of agent lines, each ended by a rule (with `fields`, also by a Crawl-delay,
-    /// Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant).
-    fn delimit(&self, virtual_agents: bool, fields: bool) -> Groups {
+    /// Request-rate or Check line: "A / Crawl-delay / B" is two groups, as its author meant;
+    /// with `usage`, also by a Content-Usage or Content-Signal line, as the attachment draft
+    /// reads them).
+    fn delimit(&self, virtual_agents: bool, fields: bool, usage: bool) -> Groups {
         let t = &self.table;
         let is_agent =
             |k: Kind| k == Kind::UserAgent || (virtual_agents && k == Kind::VirtualAgent);
@@ -785,7 +841,7 @@ impl RobotsTxt {
                 if let Some(g) = groups.last_mut() {
                     g.members.1 = agents.len() as u32;
                 }
-            } else if kind.is_rule() || (fields && kind.is_field()) {
+            } else if kind.is_rule() || (fields && kind.is_field()) || (usage && kind.is_usage()) {
                 ended = true;
             }
         }
@@ -911,7 +967,13 @@ impl RobotsTxt {
         if roles.is_empty() && !profile.records_1994 {
             self.choose_by_name(profile, token.as_deref())
         } else {
-            self.choose_by_groups(profile, token.as_deref(), roles)
+            self.choose_by_groups(
+                profile,
+                self.groups(profile),
+                false,
+                token.as_deref(),
+                roles,
+            )
         }
     }
 
@@ -1021,17 +1083,26 @@ impl RobotsTxt {
         };
         [
             shown(self.choose_by_name(profile, token.as_deref())),
-            shown(self.choose_by_groups(profile, token.as_deref(), &[])),
+            shown(self.choose_by_groups(
+                profile,
+                self.groups(profile),
+                false,
+                token.as_deref(),
+                &[],
+            )),
         ]
     }
 
+    /// The choice for a robot among `grouping`'s groups (`usage`: those of `usage_groups`,
+    /// where a usage line also counts as a rule before the first group).
     fn choose_by_groups(
         &self,
         profile: &Profile,
+        grouping: &Groups,
+        usage: bool,
         token: Option<&str>,
         roles: RoleList<'_>,
     ) -> Policy {
-        let grouping = self.groups(profile);
         let (groups, first) = (&grouping.groups, grouping.first);
         let t = &self.table;
         // whether a group has an agent line of `kind` naming `token`
@@ -1042,7 +1113,7 @@ impl RobotsTxt {
         };
         // rules before the first group: from line 1 to the line before its first agent line
         let preamble: Vec<(Span, (u32, u32))> = if profile.preamble != Preamble::Ignored
-            && self.has_rule(0, first, profile.fields_end_groups)
+            && self.has_rule(0, first, profile.fields_end_groups, usage)
         {
             let last = if first < t.len() {
                 t.number(first) - 1
@@ -1167,6 +1238,7 @@ impl RobotsTxt {
         let groups: usize = self
             .groupings
             .iter()
+            .chain(&self.usage_groupings)
             .filter_map(OnceLock::get)
             .map(|g| {
                 g.groups.capacity() * std::mem::size_of::<Group>()
@@ -1197,11 +1269,14 @@ impl RobotsTxt {
                     .sum::<usize>()
         };
         let first = self.first_policy.get().map_or(0, |b| size(&b.0, &b.1));
-        let policies: usize = self
-            .policies
-            .lock()
-            .map(|v| v.iter().map(|(k, p)| 16 + size(k, p)).sum())
-            .unwrap_or(0);
+        let policies: usize = [&self.policies, &self.usage_policies]
+            .iter()
+            .map(|m| {
+                m.lock()
+                    .map(|v| v.iter().map(|(k, p)| 16 + size(k, p)).sum::<usize>())
+                    .unwrap_or(0)
+            })
+            .sum();
         // the table is counted whole by each object sharing it: it is theirs to keep alive
         std::mem::size_of::<Table>() + self.table.heap_size() + groups + first + policies
     }
@@ -1446,6 +1521,35 @@ mod usage_tests {
         let bad = "User-agent: *\nContent-Usage: train-ai=n\nContent-Usage: /x Train-AI=y\n";
         assert_eq!(prefs(bad, "/x/1", "*").1, Vec::<String>::new());
         assert_eq!(prefs(bad, "/y", "*").1, ["train-ai=no@2"]);
+    }
+
+    /// attach §3 makes a Content-Usage (and we read a Content-Signal) line a rule: it ends a
+    /// run of agent lines for usage preferences, and the groups are chosen as for verdicts
+    /// (product token, same-named groups merged, `*` otherwise).  Verdicts keep theirs.
+    #[test]
+    fn usage_lines_end_a_run_of_agent_lines_for_usage_only() {
+        let file = "User-agent: BotA\nContent-Usage: /x search=n\n\n\
+                    User-agent: *\nContent-Usage: train-ai=n\nDisallow: /d\n\n\
+                    User-agent: bota\nContent-Usage: /y train-ai=n\n";
+        assert_eq!(prefs(file, "/x/1", "BotA/3.0").1, ["search=no@2"]);
+        assert_eq!(prefs(file, "/y/1", "BotA").1, ["train-ai=no@9"]);
+        assert_eq!(prefs(file, "/z", "BotA").1, Vec::<String>::new());
+        assert_eq!(prefs(file, "/x/1", "Other").1, ["train-ai=no@5"]);
+        // for verdicts BotA and * are one group, as before: BotA may not fetch /d
+        assert!(!prefs(file, "/d", "BotA").0);
+        assert!(!prefs(file, "/d", "Other").0);
+        let signals = "User-agent: GPTBot\nContent-Signal: ai-train=no\n\n\
+                       User-agent: *\nContent-Signal: ai-train=yes\n";
+        assert_eq!(prefs(signals, "/", "GPTBot").2, ["ai-train=no@2"]);
+        assert_eq!(prefs(signals, "/", "Other").2, ["ai-train=yes@5"]);
+        // the choice is kept: asking twice, or with roles, answers the same
+        let r = RobotsTxt::parse(file.as_bytes(), None, None);
+        for _ in 0..2 {
+            let u = r.usage(b"/x/1", "BotA", &[]).unwrap();
+            assert_eq!(said(&u, 0), ["search=no@2"]);
+        }
+        let u = r.usage(b"/x/1", "BotA", &["indexer"]).unwrap();
+        assert_eq!(said(&u, 0), ["search=no@2"]);
     }
 
     #[test]
