@@ -108,3 +108,90 @@ def test_check_json_gives_every_category_with_its_line(
     (result,) = json.loads(out)["results"]
     assert set(result["usage"]["categories"]) == {"train-ai", "ai-use", "search"}
     assert all(p == {"value": "unstated", "line": None} for p in result["usage"]["signals"].values())
+
+
+def lint_json(capsys: pytest.CaptureFixture[str], path: Path, *more: str) -> list[dict[str, object]]:
+    code, out, _ = run(capsys, "lint", str(path), "--json", *more)
+    assert code == 0
+    found: list[dict[str, object]] = json.loads(out)["diagnostics"]
+    return found
+
+
+def test_lint_a_file_using_both_fields_correctly_finds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "robots.txt"
+    f.write_text(BOTH + "\nUser-agent: otherbot\nContent-Usage: train-ai=y\nContent-Signal: ai-train=yes\n")
+    code, out, _ = run(capsys, "lint", str(f))
+    assert (code, out) == (0, f"{f}: no findings (rfc9309)\n")
+
+
+def test_lint_finds_a_category_stated_twice_for_one_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "robots.txt"
+    f.write_text(
+        "User-agent: *\n"
+        "Content-Usage: /a train-ai=n, search=y\n"  # 2
+        "Content-Usage: /a train-ai=y\n"  # 3: conflicts with line 2
+        "Content-Usage: /a search=y\n"  # 4: the same again
+        "Content-Usage: /b train-ai=y\n"  # 5: another path
+        "Content-Signal: search=no\n"  # 6
+        "Content-Signal: search=no\n"  # 7: the same again
+        "Disallow: /private\n"  # a rule: the group ends at the next User-agent line
+        "\nUser-agent: otherbot\nContent-Usage: /a train-ai=y\n"  # 11: another group
+    )
+    found = [(d["line"], d["severity"], d["code"]) for d in lint_json(capsys, f)]
+    assert found == [(3, "warning", "duplicate"), (4, "info", "duplicate"), (7, "info", "duplicate")]
+    # without a rule, as no unknown line did, preference lines do not end the run of User-agent
+    # lines (docs/api.md): the two are one group, and the engine reads line 2 for otherbot too
+    f.write_text(f.read_text().replace("Disallow: /private\n", ""))
+    assert (10, "warning", "duplicate") in [
+        (d["line"], d["severity"], d["code"]) for d in lint_json(capsys, f)
+    ]
+    code, out, _ = run(capsys, "lint", str(f))
+    assert code == 0
+    assert (
+        f"{f}:3: warning: duplicate: Content-Usage train-ai=y for '/a' conflicts with train-ai=n on line 2"
+        in out
+    )
+    assert f"{f}:4: info: duplicate: Content-Usage search=y for '/a' repeats line 2" in out
+
+
+def test_lint_finds_the_two_fields_contradicting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "robots.txt"
+    f.write_text(
+        "User-agent: *\n"
+        "Content-Usage: train-ai=y, search=y\n"  # 2
+        "Content-Signal: ai-train=no, search=yes\n"  # 3: ai-train contradicts line 2
+        "Content-Signal: /p ai-input=no\n"  # 4
+        "Content-Usage: /p ai-use=y\n"  # 5: contradicts line 4
+        "Content-Usage: /q ai-use=y\n"  # 6: another path
+    )
+    found = lint_json(capsys, f)
+    assert [(d["line"], d["severity"], d["code"]) for d in found] == [
+        (3, "warning", "contradictory"),
+        (5, "warning", "contradictory"),
+    ]
+    first = str(found[0]["message"])
+    assert first.startswith(
+        "Content-Signal ai-train=no for every path contradicts Content-Usage train-ai=y on line 2"
+    )
+    assert "neither draft defines" in first
+    assert "Content-Usage ai-use=y for '/p' contradicts Content-Signal ai-input=no on line 4" in str(
+        found[1]["message"]
+    )
+    # a profile that does not read the fields says only that, once a line
+    found = lint_json(capsys, f, "--profile", "gemini")
+    assert {d["code"] for d in found} == {"content-usage", "content-signal"}
+
+
+def test_lint_leaves_a_malformed_statement_to_bad_content_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "robots.txt"
+    f.write_text(
+        "User-agent: *\nContent-Usage: train-ai=n\nContent-Usage: train-ai=n,\nContent-Signal: ai-train=yes\n"
+    )
+    found = [(d["line"], d["code"]) for d in lint_json(capsys, f)]
+    assert found == [(3, "bad-content-usage"), (4, "contradictory")]
