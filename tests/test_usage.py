@@ -205,8 +205,11 @@ def test_only_rfc9309_and_google_read_them() -> None:
 
 
 def test_lint_knows_both_fields() -> None:
-    good = manners.parse(ATTACH_3_4 + "Content-Signal: search=yes, ai-train=no\n")
+    good = manners.parse(ATTACH_3_4 + "Content-Signal: search=yes, ai-train=yes\n")
     assert good.diagnostics == []
+    # ai-train=no in ExampleBot's group, which says train-ai=y: the two contradict (issue 35)
+    said = manners.parse(ATTACH_3_4 + "Content-Signal: search=yes, ai-train=no\n").diagnostics
+    assert [(d.line, d.severity, d.code) for d in said] == [(10, "warning", "contradictory")]
     bad = manners.parse(
         "Content-Usage: train-ai=n\nUser-agent: *\nContent-Usage: /x Train-AI=n\n"
         "Content-Signal: search=yes ai-train=no\nFoo: bar\n"

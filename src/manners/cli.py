@@ -46,6 +46,7 @@ from .diagnostics import lint, quoted, rests_on, said
 from .fetch import robots_locations
 from .output import Out, UsageError
 from .pace import pace, pace_lines
+from .preferences import usage_json, usage_words
 from .profiles import PROFILES, RFC9309
 from .readers import READERS, label, matrix_of, results_of, sample_paths, table_cell, verdict_cell
 from .robots import Decision, RobotsTxt
@@ -114,22 +115,27 @@ def cmd_check(args: argparse.Namespace, out: Out) -> int:
         for line in first_words(src):
             out.note(line)
     results = []
+    usages = []
     for url, name in zip(urls, where, strict=True):
-        results.append(
-            {"url": url, **known[name].robots.decide(url, args.agent, args.role)._asdict(), "robots": name}
-        )
+        robots = known[name].robots
+        results.append({"url": url, **robots.decide(url, args.agent, args.role)._asdict(), "robots": name})
+        usages.append(robots.usage(url, args.agent, args.role))
     if out.json:
         files = []
         for name, src in known.items():
             first = next(u for u, w in zip(urls, where, strict=True) if w == name)
             profile = args.profile or (first if is_url(first) else RFC9309.name)
             files.append(about(src) | pace(src.robots, args.agent, args.role, profile))
+        for r, usage in zip(results, usages, strict=True):
+            r["usage"] = usage_json(usage)
         out.data({"results": results, "robots": files})
     else:
-        for r in results:
+        for r, usage in zip(results, usages, strict=True):
             verdict = "allowed" if r["allowed"] else "disallowed"
             why = f"line {r['line']}: {r['rule']}" if r["line"] is not None else r["reason"]
-            out.line(f"{verdict:10}  {r['url']}  ({why})", "green" if r["allowed"] else "bold red")
+            prefs = usage_words(usage)  # only what the file states: nothing for a file without
+            text = f"{verdict:10}  {r['url']}  ({why})" + (f"  {prefs}" if prefs else "")
+            out.line(text, "green" if r["allowed"] else "bold red")
     return 0 if all(r["allowed"] for r in results) else 1
 
 

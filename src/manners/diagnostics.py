@@ -205,6 +205,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     seen_agent = False
     seen_rule_after_agent = False
     group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
+    group_prefs: _Stated = {}  # the preferences this group states, by field, path and category
     star_record_at: int | None = None
     for number, kind, key, value, missing_colon in rows:
         control_before(number)
@@ -233,6 +234,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind in ("user-agent", "virtual-agent"):
             if seen_rule_after_agent or not seen_agent:
                 group_rules = {}
+                group_prefs = {}
                 if star_record_at is not None and profile.name == "gopher":
                     add(
                         number,
@@ -328,6 +330,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
         elif kind in ("content-usage", "content-signal"):
             for d in _usage_line(kind, value, number, profile, seen_agent):
                 add(*d)
+            if profile.usage_preferences and seen_agent:
+                for d in _usage_repeats(kind, value, number, group_prefs):
+                    add(*d)
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {quoted(key)} is ignored")
@@ -362,6 +367,87 @@ def _usage_line(
             f"{field} {quoted(value)}: the preference is no structured-field dictionary ({why}, at"
             f" byte {at}), so every category is unknown",
         ))  # fmt: skip
+    return out
+
+
+# (field, path or None, category) -> (value, line) of the first line of a group stating it
+_Stated = dict[tuple[str, str | None, str], tuple[str, int]]
+
+#: Content-Signal's categories read as the Content-Usage vocabulary's, to find the two fields
+#: saying opposite things.  Neither draft defines this mapping: it is manners' reading of the
+#: categories' definitions (contentsignals "Usage Category Labels", vocab "Vocabulary
+#: Definition").
+SIGNAL_AS_USAGE = {"ai-train": "train-ai", "search": "search", "ai-input": "ai-use"}
+_USAGE_AS_SIGNAL = {usage: signal for signal, usage in SIGNAL_AS_USAGE.items()}
+_OTHER = {"content-usage": "content-signal", "content-signal": "content-usage"}
+_STATEMENTS: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+
+def _stated(kind: str, statement: str) -> list[tuple[str, str]]:
+    """The categories a statement says yes or no to, as the engine reads it (the one reader of
+    RFC 9651 dictionaries): ``[("train-ai", "no"), ...]``."""
+    key = (kind, statement)
+    found = _STATEMENTS.get(key)
+    if found is None:
+        from ._core import parse
+
+        usage = parse(f"User-agent: *\n{_CANONICAL[kind]}: {statement}\n").usage("/")
+        prefs = usage.categories if kind == "content-usage" else usage.signals
+        found = [(p.category, p.value) for p in prefs if p.value != "unstated"]
+        if len(_STATEMENTS) < 4096:
+            _STATEMENTS[key] = found
+    return found
+
+
+def _written(kind: str, category: str, value: str) -> str:
+    """``train-ai=n``: a preference in its field's words (Content-Usage's y and n)."""
+    return f"{category}={value[0] if kind == 'content-usage' else value}"
+
+
+def _usage_repeats(kind: str, value: str, line: int, seen: _Stated) -> list[tuple[int, str, str, str]]:
+    """A category stated again for the same path in one group: ``duplicate`` (information when
+    it says the same, a warning when it says otherwise: attach, "Content-Usage Rule Semantics",
+    combines them as vocab's "Combining Preferences" does, and any no wins); and a
+    Content-Usage category and a Content-Signal one that manners reads as the same saying
+    opposite things for the same path: ``contradictory``.  Each on the later line."""
+    if usage_malformed(value) is not None:  # every category unknown: bad-content-usage says why
+        return []
+    path: str | None = None
+    statement = value
+    if value.startswith("/"):  # the path ends at the first SP or HTAB (attach, "Processing ...")
+        cut = re.search(r"[ \t]", value)
+        path, statement = (
+            (value, "") if cut is None else (value[: cut.start()], value[cut.start() :].lstrip(" \t"))
+        )
+    field, other = _CANONICAL[kind], _CANONICAL[_OTHER[kind]]
+    where = f"for {quoted(path)}" if path is not None else "for every path"
+    out = []
+    for category, said in _stated(kind, statement):
+        shown = _written(kind, category, said)
+        earlier = seen.get((kind, path, category))
+        if earlier is None:
+            seen[(kind, path, category)] = (said, line)
+        elif earlier[0] == said:
+            message = f"{field} {shown} {where} repeats line {earlier[1]}"
+            out.append((line, "info", "duplicate", message))
+        else:
+            message = (
+                f"{field} {shown} {where} conflicts with {_written(kind, category, earlier[0])} on line"
+                f" {earlier[1]} in the same group: the two combine and 'no' wins (draft-ietf-aipref-vocab,"
+                " Combining Preferences); say it once"
+            )
+            out.append((line, "warning", "duplicate", message))
+        other_label = (SIGNAL_AS_USAGE if kind == "content-signal" else _USAGE_AS_SIGNAL).get(category)
+        opposite = seen.get((_OTHER[kind], path, other_label or ""))
+        if opposite is not None and opposite[0] != said:
+            theirs = _written(_OTHER[kind], other_label or "", opposite[0])
+            message = (
+                f"{field} {shown} {where} contradicts {other} {theirs} on line {opposite[1]} in the"
+                " same group (manners reads Content-Signal's ai-train as"
+                " Content-Usage's train-ai, search as search and ai-input as ai-use; neither draft"
+                " defines that mapping)"
+            )
+            out.append((line, "warning", "contradictory", message))
     return out
 
 
