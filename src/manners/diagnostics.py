@@ -206,6 +206,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     seen_rule_after_agent = False
     group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
     group_prefs: _Stated = {}  # the preferences this group states, by field, path and category
+    usage_after_agent = False  # a usage line since the last User-agent line (for preferences, a group ends)
     star_record_at: int | None = None
     for number, kind, key, value, missing_colon in rows:
         control_before(number)
@@ -232,6 +233,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 f"Virtual-agent lines mean nothing to a {profile.name} reader",
             )
         elif kind in ("user-agent", "virtual-agent"):
+            if usage_after_agent:  # the attachment draft's grammar: a usage line ends a group
+                group_prefs = {}
+                usage_after_agent = False
             if seen_rule_after_agent or not seen_agent:
                 group_rules = {}
                 group_prefs = {}
@@ -333,6 +337,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             if profile.usage_preferences and seen_agent:
                 for d in _usage_repeats(kind, value, number, group_prefs):
                     add(*d)
+            usage_after_agent = seen_agent
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {quoted(key)} is ignored")
