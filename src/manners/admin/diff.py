@@ -19,6 +19,8 @@ The API (stable; every value is immutable)::
     d.counts                      # AgentCount(agent, urls, allowed, disallowed), one per agent asked
     d.groups                      # GroupChange(change, old: GroupSide|None, new: GroupSide|None, rules)
     d.notes                       # sentences: where Google's PyPI binding would read a URL otherwise
+    d.preferences                 # PreferenceChange(field, category, profile, old, new, urls, agents)
+    d.changed                     # True when some verdict flips or some preference changes
     d.cells()                     # (url, agent, roles, profile, old, new), one per robot that flips
 
 ``diff(old, new, urls=None, *, agents=(), roles=(), profiles=(), default_profile="rfc9309")``:
@@ -42,6 +44,15 @@ The API (stable; every value is immutable)::
 * **what flips**: ``allowed`` differs between the two files.  A deciding line that moved
   while the verdict stayed is no flip.  Robots (and roles) that decide alike are grouped in
   one :class:`Flip` per URL and pair of decisions.
+* **usage preferences**: under a profile that reads them (rfc9309, google), every robot asked
+  about every target (``RobotsTxt.usage``) on both sides, where both files let it fetch the
+  target (a verdict that flips is a flip; where a robot may not fetch, no preference
+  applies).  A category of ``Content-Usage`` or ``Content-Signal`` whose value differs is a
+  :class:`PreferenceChange`; a line that only moved is none.  Changes alike (the same field,
+  category, profile, values and lines, and robots) are one, with every URL they apply to.
+  Without given ``urls``, the targets also hold the path of each ``Content-Usage`` and
+  ``Content-Signal`` line in either file, and ``/`` when one has no path.  A file with
+  neither field on both sides costs nothing here.
 * **groups and rules**: compared under ``Diff.profile`` (``profiles[0]`` when given, else the
   one profile every target was read under, else ``default_profile``).  Groups are matched by
   their agents, then a group with the same rules (a rename), then one that shares an agent;
@@ -86,7 +97,7 @@ from typing import Literal, NamedTuple
 from .._core import google_escape, google_path
 from ..profiles import get_profile, profile_for
 from ..readers import ROLES, sample_paths
-from ..robots import Decision, Group, RobotsTxt, parse
+from ..robots import Decision, Group, Preference, RobotsTxt, parse
 from ..targets import as_read_by, is_url
 
 __all__ = [
@@ -96,6 +107,7 @@ __all__ = [
     "Flip",
     "GroupChange",
     "GroupSide",
+    "PreferenceChange",
     "RuleChange",
     "RuleSide",
     "default_targets",
@@ -122,6 +134,20 @@ class Flip(NamedTuple):
     profile: str
     old: Decision
     new: Decision
+    agents: tuple[Asker, ...]
+
+
+class PreferenceChange(NamedTuple):
+    """A usage preference whose value differs from OLD to NEW: one category of one field, the
+    preference on both sides (each with its line, None when unstated), every URL it changes
+    for and every robot it changes for there."""
+
+    field: Literal["Content-Usage", "Content-Signal"]
+    category: str  # "train-ai", "ai-use", "search" (Content-Usage); "search", "ai-input", "ai-train"
+    profile: str
+    old: Preference
+    new: Preference
+    urls: tuple[str, ...]  # as given, in order
     agents: tuple[Asker, ...]
 
 
@@ -206,11 +232,18 @@ class Diff:
     groups: tuple[GroupChange, ...]  # in the order of the files
     # where the google profile's reading of a target asked is not fast-robotstxt 1.1.0's: a sentence each
     notes: tuple[str, ...] = ()
+    # the usage preferences that change, by the first URL each changes for
+    preferences: tuple[PreferenceChange, ...] = ()
 
     @property
     def flipped(self) -> bool:
         """Does any verdict flip?"""
         return bool(self.flips)
+
+    @property
+    def changed(self) -> bool:
+        """Does any verdict flip, or any usage preference change?"""
+        return bool(self.flips or self.preferences)
 
     def cells(self) -> Iterator[tuple[str, str, tuple[str, ...], str, Decision, Decision]]:
         """Every flip robot by robot: (url, agent, roles, profile, old, new)."""
@@ -287,11 +320,29 @@ def default_targets(old: RobotsTxt, new: RobotsTxt, profile: str = "rfc9309") ->
     """Each rule's own path in either file, as ``manners explain`` samples one file, spelled as
     ``profile`` spells patterns: under google %-encoded (octets >= 0x80 escaped, hex upper-cased),
     since Google's robots.cc matches a URL as given, and ``/café`` as a URL is not the
-    ``/caf%C3%A9`` that ``Disallow: /café`` matches (Google's conformance suite, non-ascii-paths)."""
-    paths = [*sample_paths(old), *sample_paths(new)]
+    ``/caf%C3%A9`` that ``Disallow: /café`` matches (Google's conformance suite, non-ascii-paths).
+    Then the paths of the usage preferences (:func:`usage_paths`)."""
+    paths = [*sample_paths(old), *sample_paths(new), *usage_paths(old), *usage_paths(new)]
     if get_profile(profile).target == "google":
         paths = list(map(google_escape, paths))
     return list(dict.fromkeys(paths))
+
+
+_USAGE_KINDS = ("content-usage", "content-signal")
+
+
+def usage_paths(robots: RobotsTxt) -> list[str]:
+    """The path of each Content-Usage and Content-Signal line, sampled as a rule's path is
+    (``sample_paths``), and ``/`` for a line without one (it applies to every path).  A value
+    starting with '/' has a path up to the first space or tab (draft-ietf-aipref-attach-05,
+    "Processing Content-Usage Rules"; the engine's ``usage::split_rule``)."""
+    out: dict[str, None] = {}
+    for line in robots.lines():
+        if line.kind in _USAGE_KINDS:
+            value = line.value
+            path = re.split(r"[ \t]", value, maxsplit=1)[0] if value.startswith("/") else "/"
+            out[path.replace("*", "x").removesuffix("$") or "/"] = None
+    return list(out)
 
 
 # -- where Google's robots.cc and its PyPI binding read a URL apart ----------------------------
@@ -432,7 +483,82 @@ def diff(
         counts=_counts(named, flips),
         groups=groups,
         notes=_notes(targets, batches, groups),
+        preferences=_preference_changes(old, new, targets, batches, named, role_sets),
     )
+
+
+# -- usage preferences -------------------------------------------------------------------------
+
+
+def _states_usage(robots: RobotsTxt) -> bool:
+    return type(robots) is RobotsTxt and any(ln.kind in _USAGE_KINDS for ln in robots.lines())
+
+
+def _preference_changes(
+    old: RobotsTxt,
+    new: RobotsTxt,
+    targets: list[str],
+    batches: dict[str, list[int]],
+    agents: list[str],
+    role_sets: list[tuple[str, ...]],
+) -> tuple[PreferenceChange, ...]:
+    """The usage preferences that differ between the files, for every robot and target asked
+    under a profile that reads them, where both files let the robot fetch the target."""
+    if not (_states_usage(old) or _states_usage(new)):
+        return ()  # nothing stated on either side: every preference is unstated on both
+    Key = tuple[str, str, str, Preference, Preference]
+    found: dict[Key, dict[int, list[Asker]]] = {}
+    for p, indices in batches.items():
+        profile = get_profile(p)
+        if not profile.usage_preferences:
+            continue
+        sides = [_UsageSide(robots, p) for robots in (old, new)]
+        asked = [as_read_by(targets[n], p) for n in indices]
+        for agent in agents:
+            for roles in [(), *role_sets] if profile.virtual_agents else [()]:
+                who = Asker(agent, roles)
+                for n, target in zip(indices, asked, strict=True):
+                    a, b = (side.usage(target, agent, roles) for side in sides)
+                    if a is None or b is None or a == b:
+                        continue
+                    for field, xs, ys in (("Content-Usage", a[0], b[0]), ("Content-Signal", a[1], b[1])):
+                        for x, y in zip(xs, ys, strict=True):
+                            if x.value != y.value:
+                                found.setdefault((field, x.category, p, x, y), {}).setdefault(n, []).append(who)
+    # changes alike for the same robots are one, with every URL: by the first URL, then field
+    merged: dict[tuple[Key, tuple[Asker, ...]], list[int]] = {}
+    for key, by_url in found.items():
+        for n, who in sorted(by_url.items()):
+            merged.setdefault((key, tuple(who)), []).append(n)
+    order = sorted(merged.items(), key=lambda item: (item[1][0], item[0][0][0] != "Content-Usage"))
+    return tuple(
+        PreferenceChange(field, category, p, x, y, tuple(targets[n] for n in ns), who)  # type: ignore[arg-type]
+        for ((field, category, p, x, y), who), ns in order
+    )
+
+
+class _UsageSide:
+    """One file's usage preferences under one profile.  A file that could not be read states
+    none, and lets a robot fetch what its verdict says."""
+
+    def __init__(self, robots: RobotsTxt, profile: str) -> None:
+        self.opaque = type(robots) is not RobotsTxt
+        self.robots = robots if self.opaque else robots.reread(profile)
+        self.unstated: tuple[tuple[Preference, ...], tuple[Preference, ...]] | None = None
+
+    def usage(
+        self, target: str, agent: str, roles: tuple[str, ...]
+    ) -> tuple[tuple[Preference, ...], tuple[Preference, ...]] | None:
+        """(categories, signals) for the robot, or None when it may not fetch the target."""
+        if self.opaque:
+            if not self.robots.allowed(target, agent, roles):
+                return None
+            if self.unstated is None:
+                u = parse(b"", "rfc9309").usage("/")
+                self.unstated = (u.categories, u.signals)
+            return self.unstated
+        u = self.robots.usage(target, agent, roles)
+        return (u.categories, u.signals) if u.allowed else None
 
 
 def _flips(
