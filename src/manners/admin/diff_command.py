@@ -6,9 +6,10 @@ line), ``--urls FILE`` (one a line, or a crawl's ``pages.jsonl``, or the crawl's
 without any, each rule's own path in either file.  The comparison itself is
 :func:`manners.admin.diff.diff`; this module reads, checks and prints.
 
-Exit status, so that a deploy can be guarded by it: 0 when no verdict flips (groups and rules
-may still have changed: they are listed), 1 when some verdict flips, 2 for a usage error or a
-robots.txt that could not be fetched (there is nothing to compare then).
+Exit status, so that a deploy can be guarded by it: 0 when no verdict flips and no usage
+preference changes (groups and rules may still have changed: they are listed), 1 when some
+verdict flips or some preference (Content-Usage, Content-Signal) changes, 2 for a usage error
+or a robots.txt that could not be fetched (there is nothing to compare then).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from typing import Any
 from ..diagnostics import quoted
 from ..output import Out, UsageError
 from ..profiles import PROFILES
-from ..robots import Decision
+from ..robots import Decision, Preference
 from ..source import Source, about, blocked, first_words, read_source, unread_note
 from ..targets import check_agent, check_target, scheme_profile
 from ..terminal import safe
-from .diff import Asker, Diff, Flip, GroupChange, GroupSide, RuleChange, diff
+from .diff import Asker, Diff, Flip, GroupChange, GroupSide, PreferenceChange, RuleChange, diff
 
 EXAMPLES = """examples:
   manners diff robots.txt robots.new.txt                (each rule's own path is a URL to compare)
@@ -41,7 +42,8 @@ Asked: '*', every agent either file names and each --agent; under the gemini and
 profiles also each in every role (indexer, archiver, researcher, webproxy, each Virtual-agent
 named and each --role).
 
-exit status: 0 no verdict flips; 1 some verdict flips (a deploy guard);
+exit status: 0 no verdict flips and no usage preference changes; 1 some verdict flips or
+some preference changes (a deploy guard);
 2 a usage error, or a robots.txt that could not be fetched"""
 
 MANY = 8  # robots named on a flip's line; the rest are counted (--json lists every one)
@@ -225,7 +227,7 @@ def cmd_diff(args: argparse.Namespace, out: Out) -> int:
         out.data(as_json(d, old, new))
     else:
         show(out, d, old, new, given=urls is not None)
-    return 1 if d.flipped else 0
+    return 1 if d.changed else 0
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -247,6 +249,19 @@ def as_json(d: Diff, old: Source, new: Source) -> dict[str, Any]:
         "flips": _flips_json(d.flips),
         "groups": [_group_json(g) for g in d.groups],
         "notes": list(d.notes),
+        "preferences": [_preference_json(c) for c in d.preferences],
+    }
+
+
+def _preference_json(c: PreferenceChange) -> dict[str, Any]:
+    return {
+        "field": c.field,
+        "category": c.category,
+        "profile": c.profile,
+        "old": {"value": c.old.value, "line": c.old.line},
+        "new": {"value": c.new.value, "line": c.new.line},
+        "urls": list(c.urls),
+        "agents": [{"agent": w.agent, "roles": list(w.roles)} for w in c.agents],
     }
 
 
@@ -331,6 +346,7 @@ def show(out: Out, d: Diff, old: Source, new: Source, *, given: bool) -> None:
             (old_said, ""),
             (new_said, ""),
         ]
+    text += _preference_lines(d, several)
     flipping = [c for c in d.counts if c.urls]
     if flipping:
         text += [("", ""), ("URLs that flip, per agent:", "bold")]
@@ -349,9 +365,34 @@ def show(out: Out, d: Diff, old: Source, new: Source, *, given: bool) -> None:
         )
     else:
         asked = f"{_n(len(d.urls), 'URL')}, {_n(len(d.agents), 'agent')}"
-        text.append((f"no verdict flips: {asked}", "bold green"))
+        text.append((f"no verdict flips: {asked}", "bold green" if not d.preferences else "bold"))
+    if d.preferences:
+        urls = len({url for c in d.preferences for url in c.urls})
+        changes = _n(len(d.preferences), "usage preference change")
+        text.append((f"{changes}, for {urls:,} of {_n(len(d.urls), 'URL')}", "bold red"))
     text += [(f"note: {note}", "dim") for note in d.notes]
     emit(out, text)
+
+
+def _preference_lines(d: Diff, several: bool) -> list[tuple[str, str]]:
+    """Each usage preference that changes: its field and category, both sides with their
+    lines, the robots, then the URLs it changes for (the first few: --json lists every one)."""
+    if not d.preferences:
+        return []
+    text = [("", "")] if d.flips else []  # the groups end with a blank line, each flip without
+    text.append(("usage preferences changed (where both files let the robot fetch):", "bold"))
+    for c in d.preferences:
+        where = f" ({c.profile})" if several else ""
+        said = f"{c.category}: {_preference(c.old)} -> {_preference(c.new)}"
+        text.append((f"  {c.field:14}  {said}{where}  for {_who(c.agents)}", "yellow"))
+        urls = ", ".join(c.urls[:MANY]) + (f" and {len(c.urls) - MANY:,} more" if len(c.urls) > MANY else "")
+        text.append((f"      {_n(len(c.urls), 'URL')}: {urls}", ""))
+    return text
+
+
+def _preference(p: Preference) -> str:
+    """``yes (line 4)``; ``unstated`` (no line says it)."""
+    return p.value if p.line is None else f"{p.value} (line {p.line})"
 
 
 def _n(n: int, what: str) -> str:
