@@ -116,6 +116,7 @@ __all__ = [
 ]
 
 Change = Literal["added", "removed", "changed"]
+Field = Literal["Content-Usage", "Content-Signal"]
 
 
 class Asker(NamedTuple):
@@ -142,7 +143,7 @@ class PreferenceChange(NamedTuple):
     preference on both sides (each with its line, None when unstated), every URL it changes
     for and every robot it changes for there."""
 
-    field: Literal["Content-Usage", "Content-Signal"]
+    field: Field
     category: str  # "train-ai", "ai-use", "search" (Content-Usage); "search", "ai-input", "ai-train"
     profile: str
     old: Preference
@@ -506,7 +507,7 @@ def _preference_changes(
     under a profile that reads them, where both files let the robot fetch the target."""
     if not (_states_usage(old) or _states_usage(new)):
         return ()  # nothing stated on either side: every preference is unstated on both
-    Key = tuple[str, str, str, Preference, Preference]
+    Key = tuple[Field, str, str, Preference, Preference]
     found: dict[Key, dict[int, list[Asker]]] = {}
     for p, indices in batches.items():
         profile = get_profile(p)
@@ -521,19 +522,25 @@ def _preference_changes(
                     a, b = (side.usage(target, agent, roles) for side in sides)
                     if a is None or b is None or a == b:
                         continue
-                    for field, xs, ys in (("Content-Usage", a[0], b[0]), ("Content-Signal", a[1], b[1])):
+                    pairs: tuple[tuple[Field, tuple[Preference, ...], tuple[Preference, ...]], ...] = (
+                        ("Content-Usage", a[0], b[0]),
+                        ("Content-Signal", a[1], b[1]),
+                    )
+                    for field, xs, ys in pairs:
                         for x, y in zip(xs, ys, strict=True):
                             if x.value != y.value:
-                                found.setdefault((field, x.category, p, x, y), {}).setdefault(n, []).append(who)
+                                found.setdefault((field, x.category, p, x, y), {}).setdefault(n, []).append(
+                                    who
+                                )
     # changes alike for the same robots are one, with every URL: by the first URL, then field
     merged: dict[tuple[Key, tuple[Asker, ...]], list[int]] = {}
     for key, by_url in found.items():
-        for n, who in sorted(by_url.items()):
-            merged.setdefault((key, tuple(who)), []).append(n)
+        for n, robots in sorted(by_url.items()):
+            merged.setdefault((key, tuple(robots)), []).append(n)
     order = sorted(merged.items(), key=lambda item: (item[1][0], item[0][0][0] != "Content-Usage"))
     return tuple(
-        PreferenceChange(field, category, p, x, y, tuple(targets[n] for n in ns), who)  # type: ignore[arg-type]
-        for ((field, category, p, x, y), who), ns in order
+        PreferenceChange(field, category, p, x, y, tuple(targets[n] for n in ns), robots)
+        for ((field, category, p, x, y), robots), ns in order
     )
 
 
