@@ -47,9 +47,8 @@ from .fetch import robots_locations
 from .output import Out, UsageError
 from .pace import pace, pace_lines
 from .preferences import UsageLine, line_json, line_words, usage_json, usage_lines, usage_words
-from .profiles import PROFILES, RFC9309
+from .profiles import PROFILES, RFC9309, get_profile
 from .readers import READERS, label, matrix_of, results_of, sample_paths, table_cell, verdict_cell
-from .profiles import get_profile
 from .robots import Decision, Group, RobotsTxt
 from .source import (
     UNREAD,
