@@ -46,10 +46,10 @@ from .diagnostics import lint, quoted, rests_on, said
 from .fetch import robots_locations
 from .output import Out, UsageError
 from .pace import pace, pace_lines
-from .preferences import usage_json, usage_words
-from .profiles import PROFILES, RFC9309
+from .preferences import UsageLine, line_json, line_words, usage_json, usage_lines, usage_words
+from .profiles import PROFILES, RFC9309, get_profile
 from .readers import READERS, label, matrix_of, results_of, sample_paths, table_cell, verdict_cell
-from .robots import Decision, RobotsTxt
+from .robots import Decision, Group, RobotsTxt
 from .source import (
     UNREAD,
     Source,
@@ -190,6 +190,8 @@ def explain(args: argparse.Namespace, out: Out) -> int:
     groups = robots.groups(profile)
     # a group's rules run to its end, so the rules are bisected by where each group starts
     per_group, preamble = rules_by_group(robots, [g.lines[0] for g in groups])
+    usage_per_group, usage_before = usage_lines(robots, groups)
+    has_usage = bool(usage_before) or any(usage_per_group)
     targets = list(args.urls) or sample_paths(robots)
     if src.policy is not None and not args.urls and args.source not in targets:
         targets.insert(0, args.source)  # the URL asked about is a target too
@@ -214,7 +216,8 @@ def explain(args: argparse.Namespace, out: Out) -> int:
                         "applies": g.lines in deciding,
                         "rules": [{"line": n, "rule": rule} for n, rule in rules],
                     }
-                    for g, rules in zip(groups, per_group, strict=True)
+                    | ({"usage": [line_json(u) for u in used]} if has_usage else {})
+                    for g, rules, used in zip(groups, per_group, usage_per_group, strict=True)
                 ],
                 "chosen": [{"who": who, "lines": [list(r) for r in ranges]} for who, ranges in chosen],
                 "reason": None if chosen else reason,
@@ -248,14 +251,26 @@ def explain(args: argparse.Namespace, out: Out) -> int:
         text.append((reason, ""))
     text += [(line, "") for line in pace_lines(speed)]
     text.append(("", ""))
-    for g, rules in zip(groups, per_group, strict=True):
+    for g, rules, used in zip(groups, per_group, usage_per_group, strict=True):
         names = [f"User-agent: {v}" for _, v in g.agents] + [f"Virtual-agent: {v}" for _, v in g.virtual]
         applies = g.lines in deciding
         mark = "applies" if applies else "does not apply"
         text.append(
             (f"lines {g.lines[0]}-{g.lines[1]}  {'; '.join(names)}  ({mark})", "green" if applies else "dim")
         )
-        text += [(f"    {n:>4}  {rule}", "") for n, rule in rules]
+        if used:  # in the file's order, rules and usage lines together
+            shown = sorted(
+                [(n, f"    {n:>4}  {rule}") for n, rule in rules]
+                + [(u.line, usage_line_text(u, g)) for u in used]
+            )
+            text += [(line, "") for _, line in shown]
+        else:
+            text += [(f"    {n:>4}  {rule}", "") for n, rule in rules]
+    if usage_before:
+        text.append(("usage lines before any User-agent line (ignored):", ""))
+        text += [(f"    {u.line:>4}  {u.field}: {u.value}", "") for u in usage_before]
+    if has_usage and not get_profile(profile).usage_preferences:
+        text.append((f"(a {profile} reader reads no Content-Usage or Content-Signal lines)", ""))
     if preamble:
         text.append((
             "rules before any User-agent line (RFC 9309 and Google ignore them;"
@@ -307,6 +322,15 @@ def explain(args: argparse.Namespace, out: Out) -> int:
         else "every reader agrees on every target"
     )
     return code
+
+
+def usage_line_text(u: UsageLine, g: Group) -> str:
+    """``   3  Content-Usage: /x train-ai=n  (for /x: train-ai no)``, and the agents it is for
+    when the attachment draft's grammar ends the group earlier than verdicts do."""
+    said = f"    {u.line:>4}  {u.field}: {u.value}  ({line_words(u)})"
+    if len(u.agents) < len(g.agents) + len(g.virtual):
+        said += f" [for {', '.join(u.agents)} only: a usage line ends a run of User-agent lines]"
+    return said
 
 
 def readers_by_line(

@@ -404,6 +404,22 @@ def _stated(kind: str, statement: str) -> list[tuple[str, str]]:
     return found
 
 
+def usage_statement(kind: str, value: str) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """A Content-Usage or Content-Signal line's value as the engine reads it: its path (None:
+    every path) and the categories it says yes or no to; None when the statement is no
+    dictionary, so that every category is unknown (shared by ``lint`` and ``explain``)."""
+    if usage_malformed(value) is not None:
+        return None
+    path: str | None = None
+    statement = value
+    if value.startswith("/"):  # the path ends at the first SP or HTAB (attach, "Processing ...")
+        cut = re.search(r"[ \t]", value)
+        path, statement = (
+            (value, "") if cut is None else (value[: cut.start()], value[cut.start() :].lstrip(" \t"))
+        )
+    return path, _stated(kind, statement)
+
+
 def _written(kind: str, category: str, value: str) -> str:
     """``train-ai=n``: a preference in its field's words (Content-Usage's y and n)."""
     return f"{category}={value[0] if kind == 'content-usage' else value}"
@@ -415,19 +431,14 @@ def _usage_repeats(kind: str, value: str, line: int, seen: _Stated) -> list[tupl
     combines them as vocab's "Combining Preferences" does, and any no wins); and a
     Content-Usage category and a Content-Signal one that manners reads as the same saying
     opposite things for the same path: ``contradictory``.  Each on the later line."""
-    if usage_malformed(value) is not None:  # every category unknown: bad-content-usage says why
+    read = usage_statement(kind, value)
+    if read is None:  # every category unknown: bad-content-usage says why
         return []
-    path: str | None = None
-    statement = value
-    if value.startswith("/"):  # the path ends at the first SP or HTAB (attach, "Processing ...")
-        cut = re.search(r"[ \t]", value)
-        path, statement = (
-            (value, "") if cut is None else (value[: cut.start()], value[cut.start() :].lstrip(" \t"))
-        )
+    path, stated = read
     field, other = _CANONICAL[kind], _CANONICAL[_OTHER[kind]]
     where = f"for {quoted(path)}" if path is not None else "for every path"
     out = []
-    for category, said in _stated(kind, statement):
+    for category, said in stated:
         shown = _written(kind, category, said)
         earlier = seen.get((kind, path, category))
         if earlier is None:
