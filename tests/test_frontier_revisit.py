@@ -63,7 +63,7 @@ def test_a_visit_settled_with_a_due_time_is_queued_again_with_its_memory(opener:
             None,
             0,
         )
-        due = time.time() + 0.4
+        due = time.time() + 1.5  # long enough that the calls below, under any load, come before it
         visit = Visit(1, due, 0.4, DIGEST, 1234.5, 0, True, first.token)
         await f.done(URL, "fetched", page=True, visit=visit)
         counts = await f.counts()
@@ -157,14 +157,14 @@ def test_a_crawl_made_without_revisits_has_its_fetched_pages_queued_again(opener
             got = await f.lease(A, "w", 60)
             assert got is not None
             await f.done(got.url, outcome, page=True)
-        due = time.time() + 0.3
+        due = time.time() + 1.5
         assert await f.revisit_settled(due) == 1
         counts = await f.counts()
         assert (counts["queued"], counts[DONE]) == (1, 1)
         assert await f.host_done(A) == 2
         assert (await f.revisits(due)).due_now == 1
         assert await f.lease(A, "w", 60) is None
-        await asyncio.sleep(0.35)
+        await asyncio.sleep(max(due - time.time(), 0) + 0.05)
         got = await lease_now(f)
         # its payload is unknown: the next visit counts as changed
         assert got.visits == 1 and got.digest is None
