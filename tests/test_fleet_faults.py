@@ -174,8 +174,9 @@ def test_redis_away_longer_than_the_lease_the_workers_stop_and_what_they_fetched
             hole_auth = f"gopher://127.0.0.1:{hole.port}"
 
             def mid_request() -> bool:
-                """A worker asked the hole for a page (3 s to answer) less than a second ago."""
-                if settled(*dirs) < 12:
+                """A worker asked the hole for a page (3 s to answer) less than a second ago, both
+                workers past their start (one still opening when Redis goes is told at once: exit 2)."""
+                if settled(*dirs) < 12 or not all(ledgers(d) for d in dirs[:2]):
                     return False
                 fresh = {line["url"] for d in dirs[:2] for line in ledgers(d) if line["t"] > time.time() - 1}
                 return any(u.startswith(hole_auth) and u in fresh for d in dirs[:2] for u in in_flight(d))
