@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..diagnostics import Diagnostic
-from ..robots import Decision
+from ..robots import Decision, Usage
 from ..source import Source
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class Answer:
     targets: list[str]
     target_note: str | None = None
     matrices: list[tuple[str, list[list[Decision]]]] = field(default_factory=list)  # per agent
+    usage: list[list[Usage]] = field(default_factory=list)  # per matrix, per target (serve.usage_of)
     profiles: list[ProfileColumn] = field(default_factory=list)
     unread: list[dict[str, Any]] = field(default_factory=list)  # results when nothing was read
     diff: Diff | None = None  # the live file's verdicts against the draft's (manners.admin.diff)
@@ -93,6 +94,12 @@ class Answer:
     site: SiteReport | None = None  # the live server's audit (manners.admin.site)
     columns: list[Column] = field(default_factory=list)  # who may fetch what: the robots ...
     rows: list[Row] = field(default_factory=list)  # ... against the targets, as manners site decides
+
+    @property
+    def states_usage(self) -> bool:
+        """The file states a usage preference for some target and robot: the matrices then
+        have a usage column (a file without one looks as it did before there was one)."""
+        return any(p.value != "unstated" for row in self.usage for u in row for p in u.categories + u.signals)
 
     @property
     def live_anchor(self) -> str:

@@ -19,9 +19,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote_from_bytes
 
+from ..preferences import usage_words
 from ..profiles import PROFILES
 from ..readers import READERS, table_cell
-from ..robots import Decision, Diagnostic
+from ..robots import Decision, Diagnostic, Usage
 from ..terminal import safe
 
 if TYPE_CHECKING:
@@ -155,7 +156,8 @@ def answer_page(a: Answer) -> str:
         parts.append(unread_section(a))
     if a.columns:
         parts.append(who_section(a))
-    parts += [matrix_section(a, agent, rows) for agent, rows in a.matrices]
+    usage = a.usage if a.states_usage else [[] for _ in a.matrices]  # no column when none is stated
+    parts += [matrix_section(a, agent, rows, u) for (agent, rows), u in zip(a.matrices, usage, strict=True)]
     if a.diff is not None or a.diff_note:
         parts.append(diff_section(a))
     if a.profiles:
@@ -306,8 +308,10 @@ def site_section(report: SiteReport, anchor: str) -> str:
     return "\n".join(out)
 
 
-def matrix_section(a: Answer, agent: str, rows: list[list[Decision]]) -> str:
-    """explain's matrix: a row per target, a column per reader, each verdict linking to its line."""
+def matrix_section(a: Answer, agent: str, rows: list[list[Decision]], usage: list[Usage]) -> str:
+    """explain's matrix: a row per target, a column per reader, each verdict linking to its line;
+    then, when ``usage`` is given (the file states some), the robot's usage preferences for
+    the target (:func:`manners.admin.serve.usage_of`), each with a link to its line."""
     anchor = a.files[0].anchor
     out = [
         f'<section class="readers"><h2>What each reader decides for {h(who(agent, a.ask.roles))}</h2>',
@@ -318,10 +322,13 @@ def matrix_section(a: Answer, agent: str, rows: list[list[Decision]]) -> str:
         out.append("<p>no rules, and no URLs given: nothing for the readers to decide</p></section>")
         return "\n".join(out)
     head = "".join(f'<th scope="col">{h(r.name)}</th>' for r in READERS)
+    if usage:
+        why = f"Content-Usage and Content-Signal, as {a.profile} reads them, for {who(agent, a.ask.roles)}"
+        head += f'<th scope="col" class="usage" title="{h(why)}">usage preferences</th>'
     out.append(f'<table class="matrix"><thead><tr><th scope="col">target</th>{head}</tr></thead><tbody>')
-    for target, row in zip(a.targets, rows, strict=True):
+    for n, (target, row) in enumerate(zip(a.targets, rows, strict=True)):
         mark = ' class="disagree"' if len({d.allowed for d in row}) > 1 else ""
-        cells = "".join(cell(d, anchor) for d in row)
+        cells = "".join(cell(d, anchor) for d in row) + (usage_cell(usage[n], anchor) if usage else "")
         out.append(f'<tr{mark}><th scope="row"><code>{h(target)}</code></th>{cells}</tr>')
     disagree = sum(len({d.allowed for d in row}) > 1 for row in rows)
     said = (
@@ -331,6 +338,20 @@ def matrix_section(a: Answer, agent: str, rows: list[list[Decision]]) -> str:
     )
     out.append(f"</tbody></table><p>{h(said)}</p></section>")
     return "\n".join(out)
+
+
+LINE_SAID = re.compile(r"\(line (\d+)\)")  # in usage_words: "train-ai=no (line 4)"
+
+
+def usage_cell(u: Usage, anchor: str) -> str:
+    """The preferences the file states for a target, in ``check``'s words, each line a link."""
+    words = usage_words(u)
+    if not words:
+        return f'<td class="usage none">{"none stated" if u.allowed else "none: disallowed"}</td>'
+    linked = LINE_SAID.sub(
+        lambda m: f'(<a href="#{anchor}{m[1]}" data-line="{anchor}{m[1]}">line {m[1]}</a>)', h(words)
+    )
+    return f'<td class="usage">{linked}</td>'
 
 
 def unread_section(a: Answer) -> str:
@@ -524,7 +545,7 @@ table.matrix thead th, table.profiles thead th { position: sticky; top: 0; backg
   border-bottom: 1px solid #ccc; }
 table.matrix td, table.profiles td { border-left: 1px solid #eee; }
 tr.disagree { background: #fff6d6; } td.no { color: #b00; font-weight: 600; } td.yes { color: #176b1e; }
-td.lit { outline: 2px solid #d9a400; } td a { color: inherit; }
+td.lit { outline: 2px solid #d9a400; } td a { color: inherit; } td.usage.none { color: #888; }
 tr.robot th { background: #eef; padding-top: .4rem; }
 ul.audit li { margin-bottom: .5rem; } ul.audit div { font-size: 13px; color: #444; }
 p.problem { color: #b00; }

@@ -47,7 +47,7 @@ from ..output import UsageError
 from ..pace import pace, pace_lines
 from ..profiles import PROFILES
 from ..readers import matrix_of, results_of, sample_paths
-from ..robots import Diagnostic, parse
+from ..robots import Diagnostic, RobotsTxt, Usage, parse
 from ..source import Source, blocked, capped, fetched, policies, unread_note
 from ..targets import check_agent, check_target, check_url, scheme_profile
 from . import page
@@ -238,10 +238,22 @@ def answer(ask: Ask, settings: argparse.Namespace) -> tuple[Ask, Answer]:
     result.rows = decide(reading, profile, [(t, found) for t in targets], result.columns)
     for agent in ask.agents:
         result.matrices.append((agent, matrix_of(main, targets, agent, list(ask.roles))))
+        result.usage.append(usage_of(reading, targets, agent, ask.roles))
     result.profiles = side_by_side(main, ask.agents, ask.roles, {profile: files[0].findings})
     if ask.draft and live is not None:
         result.diff, result.diff_note = verdict_diff(live, files[0].src, ask)
     return ask, result
+
+
+def usage_of(reading: RobotsTxt, targets: list[str], agent: str, roles: tuple[str, ...]) -> list[Usage]:
+    """The usage preferences (Content-Usage, Content-Signal) for each target, for one robot,
+    as ``check --agent ROBOT --role ...`` gives them, the file read as the page reads it (the
+    profile its findings and "who may fetch what" are read as: rfc9309 and google read them,
+    the Gemini and Gopher profiles do not).  One for each row of the robot's matrix, not one
+    for each reader: the preferences follow the group the robot reaches, so they belong to
+    the robot the form names, and a cell for each reader would repeat them, or show readers
+    that do not read them as stating nothing."""
+    return [reading.usage(t, agent, roles) for t in targets]
 
 
 def audit(ask: Ask, settings: argparse.Namespace) -> SiteReport:
