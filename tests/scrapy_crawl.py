@@ -1,11 +1,13 @@
 """One real Scrapy crawl, run as ``python scrapy_crawl.py CONFIG.json`` (a fresh process, so a fresh reactor).
 
 CONFIG holds ``settings`` (Scrapy settings), ``requests`` (``{"url": ..., "at": seconds after
-the start}``, each yielded at that time) and ``out`` (a file).  The spider writes one JSON line
-per thing it saw to ``out``: first ``{"scrapy": version}`` (the Scrapy that ran: PYTHONPATH
-may choose another than the venv's), then ``{"seen": url, "status": n}`` for a response,
-``{"failed": url, "error": text}`` for a request that failed or was ignored,
-``{"robots_parsed": url}`` for each ``robots_parsed`` signal, and at the end ``{"stats": {...}}``.
+the start, "meta": {...}}``, each yielded at that time, with that meta) and ``out`` (a file).
+The spider writes one JSON line per thing it saw to ``out``: first ``{"scrapy": version}``
+(the Scrapy that ran: PYTHONPATH may choose another than the venv's), then ``{"seen": url,
+"status": n, "usage": ...}`` for a response (``usage``: its ``meta["manners_usage"]``, as
+:func:`usage_record` writes it), ``{"failed": url, "error": text}`` for a request that failed
+or was ignored, ``{"robots_parsed": url}`` for each ``robots_parsed`` signal, and at the end
+``{"stats": {...}}``.
 
 Every ScrapyDeprecationWarning is an error here, so a deprecated use of Scrapy fails where it
 happens (in a signal handler, Scrapy logs it as "Error caught on signal handler").  The filter
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pickle
 import sys
 import time
 import warnings
@@ -58,10 +61,16 @@ class Probe(scrapy.Spider):
             wait = began + planned.get("at", 0.0) - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            yield Request(planned["url"], callback=self.seen, errback=self.failed, dont_filter=True)
+            yield Request(
+                planned["url"],
+                callback=self.seen,
+                errback=self.failed,
+                dont_filter=True,
+                meta=planned.get("meta", {}),
+            )
 
     def seen(self, response: Response) -> None:
-        self.write(seen=response.url, status=response.status)
+        self.write(seen=response.url, status=response.status, usage=usage_record(response.meta))
 
     def failed(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)
@@ -75,6 +84,23 @@ class Probe(scrapy.Spider):
         stats = {k: v for k, v in self.crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
         self.write(stats=stats, reason=reason)
         self.out.close()
+
+
+def usage_record(meta: Any) -> dict[str, Any] | None:
+    """``meta["manners_usage"]`` as a spider reads it: its type, ``allowed``, each category's and
+    signal's (value, line), the train-ai preference by label, and whether it comes back from a
+    pickle equal (Scrapy's JOBDIR queues pickle a request's meta); None when the key is absent."""
+    if "manners_usage" not in meta:
+        return None
+    usage = meta["manners_usage"]
+    return {
+        "type": f"{type(usage).__module__}.{type(usage).__qualname__}",
+        "allowed": usage.allowed,
+        "categories": {p.category: [p.value, p.line] for p in usage.categories},
+        "signals": {p.category: [p.value, p.line] for p in usage.signals},
+        "train-ai": usage.category("train-ai").value,
+        "pickles": pickle.loads(pickle.dumps(usage)) == usage,
+    }
 
 
 def main(config_path: str) -> None:

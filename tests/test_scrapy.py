@@ -104,14 +104,19 @@ class Running:
         tmp: Path,
         name: str,
         settings: dict[str, Any],
-        requests: Sequence[str | tuple[str, float]],
+        requests: Sequence[str | tuple[str, float] | dict[str, Any]],
         pythonpath: Path | None = None,
     ):
         self.out, self.log = tmp / f"{name}.crawl.jsonl", tmp / f"{name}.crawl.log"
         config = {
             "settings": {**BASE, "LOG_FILE": str(self.log), **settings},
             "requests": [
-                {"url": r, "at": 0.0} if isinstance(r, str) else {"url": r[0], "at": r[1]} for r in requests
+                r
+                if isinstance(r, dict)
+                else {"url": r, "at": 0.0}
+                if isinstance(r, str)
+                else {"url": r[0], "at": r[1]}
+                for r in requests
             ],
             "out": str(self.out),
         }
@@ -142,7 +147,7 @@ def crawl(
     tmp: Path,
     name: str,
     settings: dict[str, Any],
-    requests: Sequence[str | tuple[str, float]],
+    requests: Sequence[str | tuple[str, float] | dict[str, Any]],
     pythonpath: Path | None = None,
 ) -> Crawl:
     return Running(tmp, name, settings, requests, pythonpath).wait()
@@ -453,6 +458,77 @@ def test_robots_404_html_page_allows_everything(tmp_path: Path) -> None:
     assert result.seen() == set(urls[0])
     assert result.stats["robotstxt/response_status_count/404"] == 1
     assert paths(timed_log(logs[1])) == ["/robots.txt"]  # Scrapy's reading: the page's rules
+
+
+# -- usage preferences (Content-Usage, Content-Signal) ------------------------------------
+
+USAGE_ROBOTS = """\
+User-agent: *
+Disallow: /
+Content-Usage: train-ai=y
+
+User-agent: mybot
+Content-Usage: train-ai=n
+Content-Usage: /ai-ok/ train-ai=y
+Content-Signal: search=yes, ai-train=no
+Disallow: /private/
+"""
+UNSTATED = {key: ["unstated", None] for key in ("train-ai", "ai-use", "search")}
+NO_SIGNALS = {key: ["unstated", None] for key in ("search", "ai-input", "ai-train")}
+
+
+def usage_seen(categories: dict[str, list[Any]], signals: dict[str, list[Any]]) -> dict[str, Any]:
+    """What scrapy_crawl.py records of a response's ``meta["manners_usage"]`` (``usage_record``)."""
+    return {
+        "type": "manners.robots.Usage",
+        "allowed": True,
+        "categories": categories,
+        "signals": signals,
+        "train-ai": categories["train-ai"][0],
+        "pickles": True,
+    }
+
+
+def test_each_response_carries_the_usage_preferences_of_its_url_for_this_robot(tmp_path: Path) -> None:
+    """``response.meta["manners_usage"]``: the ``manners.Usage`` of the response's URL for the
+    crawl's robot (mybot's group, not ``*``'s), each preference with its line, the path-scoped
+    ``Content-Usage`` winning under /ai-ok/; it pickles back equal.  Read from the robots.txt
+    fetched for the verdicts: nginx sees it once per site.  A redirect from /moved.html into
+    /ai-ok/ is checked again, and carries the preferences of where it landed.  A file without
+    such lines and a 404 give every category unstated; a request sent with
+    ``dont_obey_robotstxt`` has no key."""
+    root = tmp_path / "www"
+    write_site(
+        root, {**PAGES, "/ai-ok/page.html": "<html>ok</html>", "/ai-ok/landing.html": "<html>ok</html>"}
+    )
+    logs = [tmp_path / "usage.log", tmp_path / "plain.log", tmp_path / "none.log"]
+    blocks = [
+        robots_block(logs[0], USAGE_ROBOTS) + " location = /moved.html { return 301 /ai-ok/landing.html; }",
+        robots_block(logs[1], "User-agent: *\nDisallow: /private/\n"),
+        f"access_log {logs[2]} timed;",  # no robots.txt: 404
+    ]
+    with nginx(blocks, root) as ports:
+        usage, plain, none = (f"http://127.0.0.1:{port}" for port in ports)
+        pages = [f"{usage}{page}" for page in ("/index.html", "/ai-ok/page.html", "/private/secret.html")]
+        unchecked = {"url": f"{usage}/about.html", "at": 0.0, "meta": {"dont_obey_robotstxt": True}}
+        requests = [*pages, f"{usage}/moved.html", f"{plain}/index.html", f"{none}/index.html", unchecked]
+        result = crawl(tmp_path, "usage", {}, requests)
+    crawled = ["/about.html", "/ai-ok/landing.html", "/ai-ok/page.html", "/index.html", "/moved.html"]
+    assert sorted(paths(timed_log(logs[0]))) == sorted(["/robots.txt", *crawled])
+    assert [paths(timed_log(log)) for log in logs[1:]] == [["/robots.txt", "/index.html"]] * 2
+    assert result.stats["robotstxt/request_count"] == 3  # one robots.txt per site: none for preferences
+    signals = {"search": ["yes", 8], "ai-input": ["unstated", None], "ai-train": ["no", 8]}
+    assert {e["seen"]: e["usage"] for e in result.events if "seen" in e} == {
+        pages[0]: usage_seen({**UNSTATED, "train-ai": ["no", 6]}, signals),
+        pages[1]: usage_seen({**UNSTATED, "train-ai": ["yes", 7]}, signals),
+        f"{usage}/ai-ok/landing.html": usage_seen(
+            {**UNSTATED, "train-ai": ["yes", 7]}, signals
+        ),  # redirected
+        f"{plain}/index.html": usage_seen(UNSTATED, NO_SIGNALS),
+        f"{none}/index.html": usage_seen(UNSTATED, NO_SIGNALS),
+        f"{usage}/about.html": None,
+    }
+    assert [url for url, _ in result.failed()] == [pages[2]]  # forbidden: no response, no preferences
 
 
 # -- one robots.txt per scheme, host and port ------------------------------------------

@@ -9,6 +9,11 @@ keeps the result in manners' cache (``MANNERS_CACHE``) by scheme, host and port,
 24 hours at most, and makes one fetch per authority across every process sharing it.
 With ``MANNERS_PACING`` (a Redis URL), each request also waits for its authority's
 fleet-wide slot before it leaves (``manners.scrapy.pacing``).
+
+Each request it lets through carries the usage preferences of that file for its URL and
+robot (``Content-Usage``, ``Content-Signal``) in ``request.meta["manners_usage"]``, which a
+callback reads as ``response.meta``: read from the file already fetched for the verdict, so
+they cost no request of their own.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from ..fetch.outcome import (
 )
 from ..profiles import get_profile
 from ..robot import MAX_POLICIES, Policy, Robot
-from ..robots import asked_spacing
+from ..robots import RobotsTxt, Usage, asked_spacing
 from ..terminal import printable
 from .pacing import PATIENCE, FleetPacing, PacingError, check_location
 from .parser import RobotParser, agent
@@ -54,6 +59,8 @@ log = logging.getLogger(__name__)
 MAX_BYTES = 512_000  # RFC 9309 §2.5: at least 500 KiB are read; no more is
 DELAY_META = "manners_delay"  # request meta: the delay its authority asks of this robot
 ROBOTS_META = "manners_robots"  # request meta: a robots.txt fetch of this middleware
+# Request meta: the usage preferences for the request's URL, a manners.Usage (see _usage).
+USAGE_META = "manners_usage"
 _RECEIVED_META = "manners_robots_bytes"
 # Twisted's and Scrapy's failures, by the names manners gives network failures.
 _NETWORK_ERRORS = {
@@ -158,6 +165,7 @@ class RobotsTxtMiddleware:
         delays = await self._take(policy, request)
         if not policy.robots.allowed(request.url, name):
             self._forbid(request, policy, name)
+        request.meta[USAGE_META] = _usage(policy.robots, request.url, name)
         delay = delays.get(name)
         if delay is None:
             delay = delays[name] = self._delay(policy, name)
@@ -367,6 +375,23 @@ class RobotsTxtMiddleware:
         finally:
             if self.pacing is not None:
                 await self.pacing.close()
+
+
+def _usage(robots: RobotsTxt, url: str, name: str) -> Usage:
+    """The usage preferences ``robots`` states for ``url`` and the robot ``name``.
+
+    The :class:`manners.Usage` itself, not a dict of it: a spider gets the typed object every
+    other part of manners gives (``.category("train-ai")``, ``.signals``, each preference with
+    its line), and it survives Scrapy's request serialisation (``JOBDIR`` pickles a request's
+    meta, and a spider may pass ``response.meta`` on to a request it yields), being a named
+    tuple of named tuples, strings and numbers.  A file without ``Content-Usage`` or
+    ``Content-Signal`` lines, and no file at all (a 4xx: everything allowed), give every
+    category ``unstated``: the key is there for every request the middleware checked and let
+    through, so ``unstated`` means the file states nothing, and an absent key that the request
+    was not checked (``dont_obey_robotstxt``, not HTTP).  It is set again on each check, so a
+    redirected request carries the preferences of where it landed, not of where it began.
+    """
+    return robots.usage(url, name)
 
 
 def _pacing(settings: BaseSettings) -> FleetPacing | None:
