@@ -257,3 +257,19 @@ def test_usage_lines_change_no_verdict(name: str) -> None:
         for agent in ("*", "x", "y", "z"):
             assert with_.decide(target, agent) == without.decide(target, agent)
             assert with_.usage(target, agent).allowed == with_.allowed(target, agent)
+
+
+def test_answers_kept_per_file_stay_right_past_the_number_kept() -> None:
+    """The binding keeps the Usage objects it has given (256 a file) and starts again when full:
+    300 paths, each with its own line, asked twice in turn, and once more in reverse, each
+    answer naming its own path's line; two files never share answers."""
+    scoped = [f"Content-Usage: /d{i}/ train-ai={'yn'[i % 2]}" for i in range(300)]
+    lines = ["User-agent: *", "Allow: /", *scoped]
+    robots = manners.parse("\n".join(lines))
+    other = manners.parse("User-agent: *\nContent-Usage: train-ai=y\n")
+    for order in (range(300), range(300), reversed(range(300))):
+        for i in order:
+            got = robots.usage(f"https://example.com/d{i}/page").category("train-ai")
+            assert (got.value, got.line) == ("no" if i % 2 else "yes", i + 3)
+            assert other.usage(f"https://example.com/d{i}/page").category("train-ai").line == 2
+    assert robots.usage("https://example.com/elsewhere").category("train-ai").value == "unstated"

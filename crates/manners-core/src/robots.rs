@@ -581,23 +581,30 @@ impl RobotsTxt {
         let (path, _) = subjects(profile, target)?;
         let path = path.as_ref();
         let mut said: Vec<(&Statement, u32)> = Vec::new();
+        // each choice's rules that match the path, with their lengths, matched once
+        let mut matched: Vec<(usize, &UsageRule)> = Vec::new();
         for (v, vocabulary) in VOCABULARIES.iter().enumerate() {
             said.clear();
             for choice in &policy.choices {
-                let rules = self.usage_rules(profile, choice);
-                let rules = || rules.iter().filter(|r| r.vocabulary == v);
-                let length = |r: &UsageRule| match &r.pattern {
-                    None => Some(0),
-                    Some(p) => pattern_matches(p, path, profile.wildcards, profile.anchor)
-                        .then_some(p.len()),
-                };
-                let Some(longest) = rules().filter_map(length).max() else {
+                matched.clear();
+                matched.extend(
+                    self.usage_rules(profile, choice)
+                        .iter()
+                        .filter(|r| r.vocabulary == v)
+                        .filter_map(|r| match &r.pattern {
+                            None => Some((0, r)),
+                            Some(p) => pattern_matches(p, path, profile.wildcards, profile.anchor)
+                                .then_some((p.len(), r)),
+                        }),
+                );
+                let Some(longest) = matched.iter().map(|(n, _)| *n).max() else {
                     continue;
                 };
                 said.extend(
-                    rules()
-                        .filter(|r| length(r) == Some(longest))
-                        .map(|r| (&r.statement, r.line)),
+                    matched
+                        .iter()
+                        .filter(|(n, _)| *n == longest)
+                        .map(|(_, r)| (&r.statement, r.line)),
                 );
             }
             for k in 0..vocabulary.categories.len() {

@@ -10,8 +10,9 @@ mod watch_logs;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use manners_core::line::Kind;
 use manners_core::profile::{Preamble, Roles, Target};
@@ -121,7 +122,16 @@ struct PyRobots {
     profile: Option<Py<PyAny>>,
     /// Answered before: the next answers come from indexes.
     answered: AtomicBool,
+    /// The Usage objects given before, by what the engine said: a file states few distinct
+    /// preferences, and a NamedTuple of tuples costs more to build than the engine's answer.
+    usages: Mutex<HashMap<UsageKey, Py<PyAny>>>,
 }
+
+/// What makes two Usage answers the same object: allowed, the profile, every preference.
+type UsageKey = (bool, String, Vec<Vec<(Pref, Option<u32>)>>);
+
+/// At most this many Usage objects kept per file; past it the cache starts again.
+const USAGES_KEPT: usize = 256;
 
 thread_local! {
     /// Files whose objects this thread freed while it held the GIL, freed in turn the next
@@ -485,11 +495,18 @@ impl PyRobots {
             .unwrap_or_else(|| EMPTY.get_or_init(|| RobotsTxt::parse(b"", None, None)))
     }
 
+    /// A Usage given before for the same answer (see `usages`).
+    fn kept_usage(&self, py: Python<'_>, key: &UsageKey) -> Option<Py<PyAny>> {
+        let kept = self.usages.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(key).map(|u| u.clone_ref(py))
+    }
+
     fn made(inner: RobotsTxt, profile: Option<Py<PyAny>>) -> PyRobots {
         PyRobots {
             inner: Some(inner),
             profile,
             answered: Default::default(),
+            usages: Default::default(),
         }
     }
 
@@ -607,6 +624,11 @@ impl PyRobots {
         let u = self.answer(py, target, &agent, roles, |r, t, a, roles| {
             r.usage(t, a, roles)
         })?;
+        let key: UsageKey = (u.allowed, u.profile, u.vocabularies);
+        if let Some(kept) = self.kept_usage(py, &key) {
+            return Ok(kept.into_bound(py));
+        }
+        let (allowed, profile, vocabularies) = &key;
         let new = tuple_new(py)?;
         let preference = robots_py(py, &PREFERENCE, "Preference")?;
         let pref = |label: &str, value: &str, line: Option<u32>| {
@@ -634,7 +656,7 @@ impl PyRobots {
         let mut parts = Vec::with_capacity(2);
         for ((vocabulary, said), (each, all)) in manners_core::usage::VOCABULARIES
             .iter()
-            .zip(&u.vocabularies)
+            .zip(vocabularies)
             .zip(unstated)
         {
             if said.iter().all(|(p, _)| *p == Pref::Unstated) {
@@ -657,7 +679,13 @@ impl PyRobots {
             .try_into()
             .map_err(|_| PyValueError::new_err("two vocabularies"))?;
         let usage = robots_py(py, &USAGE, "Usage")?;
-        new.call1((usage, (u.allowed, categories, signals, u.profile)))
+        let made = new.call1((usage, (*allowed, categories, signals, profile.as_str())))?;
+        let mut kept = self.usages.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= USAGES_KEPT {
+            kept.clear();
+        }
+        kept.insert(key, made.clone().unbind());
+        Ok(made)
     }
 
     /// Seconds between requests asked of this robot (the largest that applies).
