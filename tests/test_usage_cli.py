@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import manners
 from manners.cli import main
 from test_cli_json import agrees
 
@@ -145,8 +146,10 @@ def test_lint_finds_a_category_stated_twice_for_one_path(
     assert found == [(3, "warning", "duplicate"), (4, "info", "duplicate"), (7, "info", "duplicate")]
     # without a rule, preference lines end the group all the same, as the attachment draft's
     # grammar makes them rules (docs/api.md): otherbot's line 10 repeats nothing of its own group
+    # (and lint says that RFC 9309 readers see one group there: usage-splits-group)
     f.write_text(f.read_text().replace("Disallow: /private\n", ""))
-    assert [(d["line"], d["severity"], d["code"]) for d in lint_json(capsys, f)] == found
+    split = (9, "warning", "usage-splits-group")
+    assert [(d["line"], d["severity"], d["code"]) for d in lint_json(capsys, f)] == [*found, split]
     code, out, _ = run(capsys, "lint", str(f))
     assert code == 0
     assert (
@@ -193,3 +196,28 @@ def test_lint_leaves_a_malformed_statement_to_bad_content_usage(
     )
     found = [(d["line"], d["code"]) for d in lint_json(capsys, f)]
     assert found == [(3, "bad-content-usage"), (4, "contradictory")]
+
+
+def test_lint_finds_a_usage_line_that_splits_a_run_of_user_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RFC 9309 reads lines 1-4 as one group (a and b disallowed /x); the attachment draft's
+    grammar ends the group at line 2, so its readers give /x to b alone and line 2 to a alone."""
+    f = tmp_path / "robots.txt"
+    f.write_text(
+        "User-agent: a\nContent-Usage: train-ai=n\nUser-agent: b\nDisallow: /x\n"  # 3: splits
+        "\nUser-agent: c\nDisallow: /y\nContent-Signal: ai-train=no\n"  # a rule first: no split
+        "\nUser-agent: d\nDisallow: /\n"
+    )
+    found = lint_json(capsys, f)
+    assert [(d["line"], d["severity"], d["code"]) for d in found] == [(3, "warning", "usage-splits-group")]
+    assert "(line 2)" in str(found[0]["message"]) and "to 'b' alone" in str(found[0]["message"])
+    robots = manners.parse(f.read_text())
+    assert not robots.allowed("https://e.com/x", "a")  # verdicts: RFC 9309's one group
+    assert robots.usage("https://e.com/z", "a").category("train-ai").line == 2
+    assert robots.usage("https://e.com/z", "b").category("train-ai").value == "unstated"
+    # readers that do not read usage lines see nothing to warn of
+    assert [d["code"] for d in lint_json(capsys, f, "--profile", "gemini")] == [
+        "content-usage",
+        "content-signal",
+    ]

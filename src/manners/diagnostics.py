@@ -206,7 +206,9 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     seen_rule_after_agent = False
     group_rules: dict[str, tuple[str, int]] = {}  # value -> (allow/disallow, line), this group's
     group_prefs: _Stated = {}  # the preferences this group states, by field, path and category
-    usage_after_agent = False  # a usage line since the last User-agent line (for preferences, a group ends)
+    usage_after: int | None = (
+        None  # a usage line since the last User-agent line (for preferences, a group ends)
+    )
     star_record_at: int | None = None
     for number, kind, key, value, missing_colon in rows:
         control_before(number)
@@ -233,9 +235,11 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
                 f"Virtual-agent lines mean nothing to a {profile.name} reader",
             )
         elif kind in ("user-agent", "virtual-agent"):
-            if usage_after_agent:  # the attachment draft's grammar: a usage line ends a group
+            if usage_after is not None:  # the attachment draft's grammar: a usage line ends a group
+                if not seen_rule_after_agent and profile.usage_preferences:
+                    add(number, "warning", "usage-splits-group", _split_group(usage_after, value))
                 group_prefs = {}
-                usage_after_agent = False
+                usage_after = None
             if seen_rule_after_agent or not seen_agent:
                 group_rules = {}
                 group_prefs = {}
@@ -337,7 +341,7 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
             if profile.usage_preferences and seen_agent:
                 for d in _usage_repeats(kind, value, number, group_prefs):
                     add(*d)
-            usage_after_agent = seen_agent
+            usage_after = number if seen_agent else None
         elif kind == "unknown":
             severity = "info" if low in _KNOWN_ELSEWHERE else "warning"
             add(number, severity, "unknown-field", f"unknown field {quoted(key)} is ignored")
@@ -345,6 +349,19 @@ def diagnose(robots: RobotsTxt, profile: Profile) -> list[Diagnostic]:
     if profile.virtual_agents and profile.target != "selector":
         out += _gemini_readings(robots)
     return out
+
+
+def _split_group(usage_line: int, agent: str) -> str:
+    """Why a User-agent line right after a usage line reads two ways: RFC 9309 knows no usage
+    line, so the run of User-agent lines goes on; the attachment draft (draft-ietf-aipref-attach,
+    "Robots Exclusion Protocol Content-Usage Rule") makes it a rule, which ends the group."""
+    return (
+        f"this User-agent line follows a usage line (line {usage_line}) with no Allow or Disallow"
+        f" between: RFC 9309 readers (and manners' verdicts) read one group for the agents above and"
+        f" {quoted(agent)}, but readers of the attachment draft end the group at line {usage_line}, so"
+        f" they apply the rules below to {quoted(agent)} alone and line {usage_line} to the agents"
+        " above alone; put usage lines after a group's Allow and Disallow lines"
+    )
 
 
 def _usage_line(
