@@ -488,6 +488,19 @@ mod tests {
     }
 
     #[test]
+    fn attach_header_field_value() {
+        // attach "HTTP Content-Usage Header Field": a statement alone, no path; field
+        // lines combined with a comma (RFC 9651 section 4.2) read as one dictionary
+        assert_eq!(read("train-ai=n", &AIPREF), ["no", "unstated", "unstated"]);
+        assert_eq!(
+            read("train-ai=n, search=y, train-ai=y", &AIPREF),
+            ["yes", "unstated", "yes"]
+        );
+        let (s, bad) = statement(b"/x train-ai=n", &AIPREF);
+        assert!(bad.is_some() && s.iter().all(|p| *p == Pref::Unstated));
+    }
+
+    #[test]
     fn vocab_multiple_preferences_and_parameters() {
         // vocab "Multiple Preferences": the last of a repeated key counts, and a Boolean
         // or String is no Token

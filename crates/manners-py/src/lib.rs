@@ -1046,6 +1046,30 @@ fn usage_malformed(value: &Bound<'_, PyString>) -> PyResult<Option<(usize, &'sta
         .map(|e| (e.at, e.why)))
 }
 
+/// A statement of preference alone, in the working group's vocabulary
+/// (draft-ietf-aipref-vocab-08): the value of an HTTP `Content-Usage` header field
+/// (draft-ietf-aipref-attach, "HTTP Content-Usage Header Field"), which has no path, so a
+/// leading '/' is no path here.  Every category, in the vocabulary's order, with "yes", "no"
+/// or "unstated"; and why the value is no RFC 9651 Dictionary, (byte offset, reason), when
+/// it is not (then every category is unstated), else None.  Never raises on content.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn parse_usage_statement<'py>(
+    value: &Bound<'py, PyString>,
+) -> PyResult<(Bound<'py, PyTuple>, Option<(usize, &'static str)>)> {
+    let py = value.py();
+    let bytes = str_bytes(value)?;
+    let vocabulary = &manners_core::usage::AIPREF;
+    let (said, malformed) = manners_core::usage::statement(&bytes, vocabulary);
+    let pairs = vocabulary.categories.iter().zip(said).map(|(c, p)| {
+        (
+            PyString::intern(py, c.label),
+            PyString::intern(py, p.name()),
+        )
+    });
+    Ok((PyTuple::new(py, pairs)?, malformed.map(|e| (e.at, e.why))))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProfile>()?;
@@ -1070,6 +1094,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(head_lines, m)?)?;
     m.add_function(wrap_pyfunction!(rate, m)?)?;
     m.add_function(wrap_pyfunction!(usage_malformed, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_usage_statement, m)?)?;
     watch_logs::register(m)?;
     m.add_function(wrap_pyfunction!(asked_spacing, m)?)?;
     watch_fold::register(m)?;

@@ -117,8 +117,9 @@ def cmd_site(args: argparse.Namespace, out: Out) -> int:
 
 
 def show(report: SiteReport, out: Out) -> None:
-    """The report for people: the findings, errors first, each with its words and what was
-    sent; lint's findings; the matrix; the counts."""
+    """The report for people: robots.txt (and its Content-Usage header); the findings, errors
+    first, each with its words and what was sent; lint's findings; the matrix; the usage
+    preferences robots.txt states; the counts."""
     result = report.robots
     out.line(
         f"{report.url}: {report.requests} request{'s' if report.requests != 1 else ''},"
@@ -132,6 +133,9 @@ def show(report: SiteReport, out: Out) -> None:
         out.line(f"robots.txt: {result.source}, {len(result.body):,} bytes{cut}")
     else:
         out.line(f"robots.txt: {result.meaning}", "yellow")
+    if report.content_usage is not None:  # about robots.txt itself (attach, HTTP Content-Usage Header Field)
+        out.line(report.content_usage.words())
+        out.line(f"    sent: {report.content_usage.sent()}", "dim")
     out.line("")
     for f in report.findings:
         out.line(f"{f.severity}: {f.code}: {f.message}", STYLE[f.severity])
@@ -152,6 +156,12 @@ def show(report: SiteReport, out: Out) -> None:
             out.line(f"lint of robots.txt ({report.profile}): no findings", "green")
         out.line("")
     show_matrix(report, out)
+    if report.usage is not None:  # only what robots.txt states: nothing for a file without such lines
+        lines = report.usage.lines([_path(url, report.url) for url, _ in report.usage.urls])
+        for line in lines:
+            out.line(line)
+        if lines:
+            out.line("")
     counts = report.counts()
     out.line(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items()), STYLE[_worst(counts)])
 

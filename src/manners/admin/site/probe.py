@@ -42,6 +42,7 @@ from ...pace import MAX_DELAY
 from ...robots import RobotsTxt, asked_spacing
 from ...targets import check_url, is_url, scheme_profile
 from . import gemini, gopher, gopher_url, http, matrix, sample
+from . import usage as usage_of
 from .report import SEVERITIES, Finding, Reply, Sample, SiteReport
 
 if TYPE_CHECKING:
@@ -177,12 +178,13 @@ async def audit_site(
     def respect(result: FetchResult) -> None:
         pacer.respect(_reading(result, profile), robot, acting, profile, delay)
 
+    header = None
     if scheme == "gopher":
         result, findings, problem = await _gopher(url, pacer, deadlines, max_bytes, respect)
     elif scheme == "gemini":
         result, findings, problem = await _gemini(url, pacer, timeout, max_bytes)
     else:
-        result, findings, problem = await _http(url, pacer, deadlines, max_bytes)
+        result, findings, problem, header = await _http(url, pacer, deadlines, max_bytes)
     report = SiteReport(
         url,
         scheme,
@@ -217,6 +219,11 @@ async def audit_site(
             targets = await _web_sample(url, reading, robot, acting, sample, pacer, deadlines)
             report.sample = Sample("home page and sitemaps", sample)
         report.matrix = matrix.decide(reading, profile, targets, report.columns)
+        if scheme in ("http", "https"):  # the small net's profiles do not read usage lines
+            root = robots_locations(url)[0].removesuffix("robots.txt")
+            shown = [r.url for r in report.matrix]
+            report.usage = usage_of.site_usage(reading, profile, root, shown, robot, acting)
+            report.content_usage = header
     report.requests += pacer.sent
     report.took = time.monotonic() - clock
     return report
@@ -356,7 +363,9 @@ def _gemini_findings(
 
 async def _http(
     url: str, pacer: Pacer, deadlines: Deadlines, max_bytes: int
-) -> tuple[FetchResult, list[Finding], str | None]:
+) -> tuple[FetchResult, list[Finding], str | None, usage_of.Header | None]:
+    """robots.txt as a robot reads it, the findings, why the server was not audited (None: it
+    was), and the Content-Usage header of the answer robots.txt came in (a 2xx), if any."""
     location = robots_locations(url)[0]
     limit = max(max_bytes, http.ROBOTS_LIMIT) + 1
     hops: list[http.Hop] = []
@@ -369,7 +378,7 @@ async def _http(
             if error is not None:
                 result = unreachable(location, *_reason(error), current, redirects=redirects)
                 if len(hops) == 1:
-                    return result, [], f"the server did not answer: {error}"
+                    return result, [], f"the server did not answer: {error}", None
                 break
             assert status is not None
             target = http_redirect(status, headers, current)
@@ -388,7 +397,10 @@ async def _http(
                 result = too_many_redirects(location, status, (*redirects, target))
                 break
             current = target
-    return result, http.check(hops), None
+    final = hops[-1]
+    read = final.status is not None and 200 <= final.status < 300
+    header = usage_of.header(final.url, final.headers) if read else None
+    return result, http.check(hops), None, header
 
 
 def _client(deadlines: Deadlines) -> httpx.AsyncClient:

@@ -27,6 +27,7 @@ from ...vocabulary import timestamp
 
 if TYPE_CHECKING:
     from ...fetch import FetchResult
+    from .usage import Header, SiteUsage
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -225,7 +226,9 @@ class SiteReport:
     says why and nothing else was asked); ``robots`` is the robots.txt as a robot reads it,
     with its outcome, whatever happened; ``findings`` are the audit's own checks, errors first;
     ``diagnostics`` are ``manners lint``'s on that file; ``columns`` and ``matrix`` say who may
-    fetch which of the server's URLs, and which line decides.
+    fetch which of the server's URLs, and which line decides; ``usage`` the usage preferences
+    robots.txt states for the robot asked about, at the root and the matrix's URLs, and
+    ``content_usage`` the Content-Usage header field robots.txt came with (Web servers only).
     """
 
     url: str
@@ -239,6 +242,8 @@ class SiteReport:
     columns: list[Column] = field(default_factory=list)
     matrix: list[Row] = field(default_factory=list)
     sample: Sample = field(default_factory=lambda: Sample("none", 0))
+    usage: SiteUsage | None = None  # what robots.txt states for the robot asked about (HTTP(S) only)
+    content_usage: Header | None = None  # the Content-Usage header of robots.txt's answer, if any
     requests: int = 0  # requests sent to the server (the sample's included)
     spacing: float = 0.0  # seconds kept between two of them
     started_at: float = 0.0  # epoch seconds
@@ -287,6 +292,8 @@ class SiteReport:
                 }
                 for r in self.matrix
             ],
+            "usage": None if self.usage is None else self.usage.as_json(),
+            "content_usage": None if self.content_usage is None else self.content_usage.as_json(),
         }
 
 
