@@ -32,9 +32,11 @@ IMPLIED = (PER_HOST - 1) * SPACING  # the last host's last slot, when every host
 # Redis, up to about 16 ms.  The tolerance covers that, not a looser spacing.
 JITTER = 0.020
 # One process keeps close to the implied time; four processes sharing a store on two
-# cores spend more on the store's round trips (measured 6.2 to 9.3 s, and 12.5 to 12.9 s on
-# Redis in the runs of 2026-11-29: to be looked into).  A run past three times the implied
-# time means the scheduler, not the machine, is at fault.
+# cores spend more on the store's round trips: 6.2 to 12.9 s measured.  On 2026-11-29 five
+# runs each of this code and of the code before asked_spacing moved into the engine, taking
+# turns, gave 7.3-11.0 s (before) and 7.6-11.5 s (now) on both stores: the spread is the
+# machine and the workers' order, not a change.  A run past three times the implied time
+# means the scheduler, not the machine, is at fault.
 MAX_SPAN = IMPLIED * 3 + 2.0
 TASKS = "4"  # asyncio workers in each of the 4 processes: with 2, workers idle on booked hosts
 WORKER = Path(__file__).with_name("load_worker.py")
