@@ -18,23 +18,12 @@ from typing import Any
 import pytest
 
 import manners
+from test_usage import ATTACH_3_4  # attach §3.4 "Example", as the draft's figure has it
 
 pytestmark = pytest.mark.quick
 
 CATEGORIES = ("train-ai", "ai-use", "search")  # vocab -08: flat, no defaults
 SIGNALS = ("search", "ai-input", "ai-train")  # contentsignals §4
-
-ATTACH_3_4 = """\
-User-Agent: *
-Allow: /
-Disallow: /never/
-Content-Usage: train-ai=n
-Content-Usage: /ai-ok/ train-ai=y
-
-User-Agent: ExampleBot
-Allow: /
-Content-Usage: train-ai=y
-"""
 
 
 def usage(text: str, target: str, agent: str = "*") -> Any:

@@ -598,12 +598,8 @@ impl PyRobots {
         };
         // `tuple.__new__(Decision, fields)`: what the NamedTuple's own `__new__` does, without
         // its Python frame (a tenth of a call, for explain's hundred thousand decisions)
-        static TUPLE_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let fields = (d.allowed, d.line, rule, d.reason, d.profile).into_pyobject(py)?;
-        let new = TUPLE_NEW.get_or_try_init(py, || {
-            PyResult::Ok(py.get_type::<PyTuple>().getattr("__new__")?.unbind())
-        })?;
-        new.bind(py).call1((decision_class(py)?, fields))
+        tuple_new(py)?.call1((decision_class(py)?, fields))
     }
 
     /// The usage preferences for what this robot fetches from `target`, as a Usage: for each
