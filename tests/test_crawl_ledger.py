@@ -209,11 +209,14 @@ def test_the_ledger_is_written_before_each_request_and_names_the_worker(tmp_path
     for record in records:
         agrees("pages.jsonl", record)
 
-    # the frontier's own slots paced the crawl: every authority has a row, the robot's store none
+    # the frontier's own claims paced the crawl: every authority has a start, the robot's store
+    # none (and one process books no slot ahead: nobody else orders its hosts' requests)
     db = sqlite3.connect(out / "frontier.sqlite3")
-    assert {a for (a,) in db.execute("SELECT key FROM slots")} == set(connections)
+    assert {a for (a,) in db.execute("SELECT key FROM starts")} == set(connections)
+    assert db.execute("SELECT count(*) FROM slots").fetchone() == (0,)
     cache = sqlite3.connect(tmp_path / "robots.db")
     assert cache.execute("SELECT count(*) FROM slots").fetchone() == (0,)
+    assert cache.execute("SELECT count(*) FROM starts").fetchone() == (0,)
 
     # status reads the same frontier: the worker stopped, nothing in flight
     shown_status = manners("crawl", "status", "--frontier", str(out / "frontier.sqlite3"), "--json")

@@ -1,6 +1,7 @@
 """Parts of the crawler tested in this process, fast (all in the quick tier): a revisit's next
 due time (``visits``), a fleet's frontier waited for through an outage (``patient_frontier``),
-and a real Redis's settings judged (``redis_durability``)."""
+a real Redis's settings judged (``redis_durability``), and a host's slot booked after its last
+start (the stores in memory and SQLite, and the SQLite frontier)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from manners.cache import Slots
+from manners.cache.memory import MemoryStore
+from manners.cache.sqlite import SQLiteStore
 from manners.crawl.frontier import FrontierError, Lease, open_frontier
 from manners.crawl.page import Page
 from manners.crawl.patient_frontier import Patient
@@ -75,3 +79,31 @@ def test_a_redis_keeping_its_data_passes_and_one_keeping_nothing_is_refused(redi
         _, found = durability(f"redis://127.0.0.1:{port}/0")
     assert [f.setting for f in found if f.refuse] and all("appendonly" in f.setting or "save" in f.setting
                                                           for f in found if f.refuse)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "frontier"])
+def test_a_slot_is_booked_no_sooner_than_a_spacing_after_the_last_start(kind: str, tmp_path: Path) -> None:
+    """A request stamped as it left (a claim with no spacing, later than its slot) pushes the next
+    slot: booked before that, the slot would only be refused at its claim, and the request wait
+    a second sleep (a busy host's pace, one refused claim per request)."""
+
+    async def test() -> None:
+        slots: Slots
+        if kind == "memory":
+            slots = MemoryStore()
+        elif kind == "sqlite":
+            slots = SQLiteStore(tmp_path / "cache.sqlite3")
+        else:
+            slots = open_frontier(tmp_path / "frontier.sqlite3")
+        assert await slots.book("h", 0.3) == 0.0
+        await asyncio.sleep(0.1)
+        assert await slots.claim("h", 0.0) == 0.0  # the request left now, 0.1 s after its slot
+        wait = await slots.book("h", 0.3)
+        assert 0.29 < wait <= 0.3, wait  # a spacing after it left, not after its slot
+        await asyncio.sleep(wait)
+        assert await slots.claim("h", 0.3) == 0.0
+        close = getattr(slots, "close", None)
+        if close is not None:
+            await close()
+
+    asyncio.run(test())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from manners.cache import take_slot
+from manners.cache import LeaseLost, take_slot
 from manners.crawl.frontier import Frontier, open_frontier
 from manners.crawl.pacing import Pacing
 from manners.crawl.records import Ledger
@@ -147,8 +147,62 @@ def test_a_robots_txt_refresh_beside_a_page_turn_waits_for_its_hold(opener: Open
             await asyncio.sleep(SPACING / 2)  # the page's request, in flight
             assert not refresh.done()
         released = time.time()
-        _, token = await asyncio.wait_for(refresh, 5 * SPACING)
+        _, token, _ = await asyncio.wait_for(refresh, 5 * SPACING)
         assert time.time() >= released + SPACING / 2 - CLOCK  # a spacing after the page left
         assert token is not None and await f.release_hold(A, token, SPACING)
+
+    with_frontiers(test, opener)
+
+
+def test_a_turn_kept_past_half_its_lease_is_taken_again_never_sent(opener: Opener, tmp_path: Path) -> None:
+    """On a fleet a turn's claim holds the host and extends the lease for seconds counted from
+    the claim: a turn kept longer than half of that (a wait for a share of --concurrency, a
+    process stopped between its claim and its request) may have lapsed, and another worker
+    have the host.  It is no longer ``fresh``, and a connection begun under it sends nothing."""
+
+    async def test(f: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=0.4, timeout=5.0)
+        await pacing.turn(A, SPACING)
+        assert pacing.fresh(A)
+        await asyncio.sleep(0.25)  # past half the lease
+        assert not pacing.fresh(A)
+        with pytest.raises(LeaseLost, match="before it could be sent"):
+            async with pacing.holding(A, SPACING) as leaving:
+                leaving()
+        await pacing.turn(A, SPACING)  # taken again: fresh, and sent
+        assert pacing.fresh(A)
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()
+
+    with_frontiers(test, opener)
+
+
+class AnsweredLate:
+    """A frontier whose claims' answers are read ``late`` seconds after they were given, as by a
+    process stopped with the answer in its socket."""
+
+    def __init__(self, frontier: Frontier, late: float) -> None:
+        self.frontier, self.late = frontier, late
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.frontier, name)
+
+    async def claim(self, *args: object) -> float:
+        granted = await self.frontier.claim(*args)  # type: ignore[arg-type]
+        await asyncio.sleep(self.late)
+        return granted
+
+
+def test_a_claim_answered_late_counts_from_when_it_was_asked(opener: Opener, tmp_path: Path) -> None:
+    """The lease and the hold a claim grants run from the frontier's grant, not from when the
+    worker read the answer: a worker stopped with the answer unread wakes with a turn already
+    too old to send under."""
+
+    async def test(f: Frontier) -> None:
+        late = AnsweredLate(f, 0.3)
+        pacing = Pacing(late, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=0.4,  # type: ignore[arg-type]
+                        timeout=5.0)  # fmt: skip
+        await pacing.turn(A, SPACING)
+        assert not pacing.fresh(A)
 
     with_frontiers(test, opener)

@@ -65,7 +65,8 @@ async def take_slot(
     told: Callable[[], Awaitable[float]] | None = None,
     held: Held | None = None,
     hold: Hold | None = None,
-) -> None:
+    book: bool = True,
+) -> float:
     """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
     before woke late): the one way a request waits for its turn, whoever shares the slots.
 
@@ -81,9 +82,19 @@ async def take_slot(
     taken in the same atomic step as the slot (``slots`` is then a ``HeldSlots``): while another
     token holds ``key`` no claim succeeds, so one request at a time leaves for it, whoever sends
     it; the caller releases the hold when its request is over.  Slots are booked and claimed
-    ``claim_margin(spacing)`` more than a ``spacing`` above 0."""
+    ``claim_margin(spacing)`` more than a ``spacing`` above 0.
+
+    ``book=False``: nobody else orders requests to ``key`` (one process's crawl: a host's one
+    task, and a robots.txt refresh that claims as it does), so no slot is booked: a write and
+    a wait on the store fewer per request.  The first claim is made after ``wait`` (the caller's
+    own reckoning of when the host's last request left, plus the spacing), and a claim refused
+    says how long is left.
+
+    Returns when (``time.monotonic()``) the claim that was granted was asked: what it holds (the
+    lease extended, the hold) is counted from no later than that, whenever its answer was read
+    (a process stopped with the answer unread reads it, on waking, as if it were new)."""
     spacing += claim_margin(spacing)  # booked and claimed alike, so a slot on time is claimed at once
-    slot = time.monotonic() + await slots.book(key, spacing, max(wait, 0.0))
+    slot = time.monotonic() + (await slots.book(key, spacing, max(wait, 0.0)) if book else wait)
     while True:
         while (left := slot - time.monotonic()) > 0:
             await asyncio.sleep(left)
@@ -91,6 +102,7 @@ async def take_slot(
         if more > 0:
             slot = time.monotonic() + await slots.book(key, spacing, more)
             continue
+        asked = time.monotonic()
         if held is None and hold is None:
             late = await slots.claim(key, spacing)
         else:
@@ -98,7 +110,7 @@ async def take_slot(
             if late < 0 and held is not None:
                 raise LeaseLost(f"the lease on {held[0]} is no longer held: its request was not sent")
         if late <= 0:
-            return
+            return asked
         slot = time.monotonic() + late
 
 
@@ -118,9 +130,10 @@ class Store(Slots, Protocol):
         """Book the next request slot of ``key`` and return how many seconds from now it starts.
 
         The slot is the later of now, ``wait`` seconds from now and the end of the last
-        slot booked; the one after it starts ``spacing`` later.  Times are the store's:
-        Redis reads its own clock (``TIME``), so the machines of a fleet need not agree
-        on theirs, and a caller only ever sleeps for the seconds it is given.
+        slot booked (and, in memory and SQLite, ``spacing`` after the last start claimed, so
+        that a slot on time is claimed at once); the one after it starts ``spacing`` later.
+        Times are the store's: Redis reads its own clock (``TIME``), so the machines of a fleet
+        need not agree on theirs, and a caller only ever sleeps for the seconds it is given.
         """
 
     async def claim(self, key: str, spacing: float) -> float:

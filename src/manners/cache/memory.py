@@ -36,7 +36,7 @@ class MemoryStore:
 
     async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
         now = time.time()
-        slot = max(now, now + wait, self._slots.get(key, 0.0))
+        slot = max(now, now + wait, self._slots.get(key, 0.0), self._starts.get(key, -spacing) + spacing)
         self._slots[key] = slot + spacing
         return slot - now
 

@@ -103,10 +103,16 @@ class SQLiteStore:
 
 
 def book_slot(db: sqlite3.Connection, key: str, spacing: float, wait: float) -> float:
-    """``Store.book`` in a transaction of ``db`` (``SLOTS_SCHEMA``): seconds from now to the slot."""
+    """``Store.book`` in a transaction of ``db`` (``SLOTS_SCHEMA``): seconds from now to the slot,
+    which is also no sooner than ``spacing`` after the last start claimed (a request claimed
+    later than its slot, or stamped as it left: a slot before that would only be refused)."""
     now = time.time()
-    row = db.execute("SELECT next_at FROM slots WHERE key = ?", (key,)).fetchone()
-    slot = max(now, now + wait, row[0] if row else 0.0)
+    row = db.execute(
+        "SELECT max(coalesce((SELECT next_at FROM slots WHERE key = ?1), 0),"
+        " coalesce((SELECT at FROM starts WHERE key = ?1), 0) + ?2)",
+        (key, spacing),
+    ).fetchone()
+    slot = max(now, now + wait, row[0])
     db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (key, slot + spacing))
     return float(slot - now)
 

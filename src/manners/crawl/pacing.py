@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 
-from ..cache import take_slot
+from ..cache import LeaseLost, claim_margin, take_slot
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
@@ -46,9 +46,13 @@ class Pacing:
         self.shared = shared
         self.lease = lease
         self.hold_for = timeout + HOLD_MARGIN  # seconds a host's hold lasts unless renewed
+        # seconds a page turn's claim is trusted for, from when it was asked: half what it bought
+        self.keeps = min(lease, self.hold_for) / 2
         self.handed: dict[str, str] = {}  # authority -> a page turn's hold, until ``holding`` has it
+        self.granted: dict[str, float] = {}  # authority -> when that turn's claim was asked (monotonic)
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
+        self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -76,18 +80,28 @@ class Pacing:
         refresh, running beside the host's page task) takes turns of its own and never touches
         the hold a page's turn handed on: it waits for it as another worker's would."""
         stale = self.handed.pop(auth, None)
+        self.granted.pop(auth, None)
         if stale is not None:  # this host's last page turn, whose request never began: let go at once
             await self.frontier.release_hold(auth, stale, spacing)
-        honoured, token = await self._take(auth, spacing, entry, lease)
+        honoured, token, asked = await self._take(auth, spacing, entry, lease)
         if token is not None:
-            self.handed[auth] = token
+            self.handed[auth], self.granted[auth] = token, asked
         return honoured
+
+    def fresh(self, auth: str) -> bool:
+        """Whether the page turn handed on for ``auth`` may still be used.  On a fleet its claim
+        held the host and extended the lease for seconds counted from when it was asked; kept
+        past half the shorter of the two (a long wait for a share of ``--concurrency``, or the
+        process stopped), they may have lapsed and another worker have taken them: the turn is
+        then taken again, and ``holding`` refuses to send under it."""
+        asked = self.granted.get(auth)
+        return asked is None or time.monotonic() - asked < self.keeps
 
     async def _take(
         self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
-    ) -> tuple[float | None, str | None]:
+    ) -> tuple[float | None, str | None, float]:
         """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
-        wait honoured, and on a fleet the token of the hold taken."""
+        wait honoured, on a fleet the token of the hold taken, and when its claim was asked."""
         until = self.asked.get(auth, 0.0)
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
@@ -100,14 +114,18 @@ class Pacing:
 
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
-        await take_slot(self.frontier, auth, spacing, until - time.time(), told=told if self.shared else None,
-                        held=held, hold=hold)  # fmt: skip
+        wait = until - time.time()
+        if not self.shared:  # no slot booked: claimed when this process knows the last request left
+            after = self.left.get(auth, -spacing) + spacing + claim_margin(spacing)  # monotonic
+            wait = max(wait, after - time.monotonic())
+        asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
+                                held=held, hold=hold, book=self.shared)  # fmt: skip
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
-            return None, token
+            return None, token, asked
         self.honoured[auth] = until
         self.asked.pop(auth, None)
-        return until, token
+        return until, token, asked
 
     @contextlib.asynccontextmanager
     async def holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
@@ -127,15 +145,22 @@ class Pacing:
         worker, leaves ``spacing`` after this one left and not before it is done with, by then a
         44 is in the frontier for it to see, and a request that left late (its worker's event
         loop busy between claim and send) is no closer to the next.  A worker that dies leaves a
-        hold that expires on its own."""
+        hold that expires on its own.
+
+        A turn no longer ``fresh`` as the connection is begun (the process stopped between its
+        claim and its request) sends nothing: ``LeaseLost``, and its work is dropped."""
         token = self.handed.pop(auth, None)
+        asked = self.granted.pop(auth, None)
         renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
         left: list[float] = []
 
         def leaving() -> None:
+            if asked is not None and (ago := time.monotonic() - asked) >= self.keeps:
+                raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
             left.append(time.monotonic())
             if token is None:
+                self.left[auth] = left[-1]
                 stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
 
         try:
@@ -185,7 +210,7 @@ class Pacing:
         of this one, whatever its name lookup took before it left."""
         asked: list[str] = []
         first, first_spacing = urls.authority(location), robot.delay(location)
-        honoured, token = await self._take(first, first_spacing)
+        honoured, token, _ = await self._take(first, first_spacing)
         current: tuple[str, str, float] | None = None  # the request in flight holding its host
         renewer: asyncio.Task[None] | None = None
 
@@ -203,7 +228,7 @@ class Pacing:
             auth, spacing = urls.authority(url), robot.delay(url)
             await let_go()  # the one before has had its answer
             if asked:  # the first had its turn before the fetch's deadlines began
-                honoured, token = await self._take(auth, spacing)
+                honoured, token, _ = await self._take(auth, spacing)
             asked.append(auth)
             self.ledger.note(url, "robots", None, spacing, honoured)
             if token is not None:

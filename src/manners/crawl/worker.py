@@ -490,6 +490,8 @@ class Worker:
         gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
         async with gate:  # a request on the wire: one of ``concurrency``
+            while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
+                honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
 
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
