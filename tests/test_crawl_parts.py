@@ -6,6 +6,8 @@ start (the stores in memory and SQLite, and the SQLite frontier)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from manners.crawl.frontier import FrontierError, Lease, open_frontier
 from manners.crawl.page import Page
 from manners.crawl.patient_frontier import Patient
 from manners.crawl.redis_durability import durability
+from manners.crawl.urls import authority
 from manners.crawl.visits import Visiting, next_visit, same_refusal
 from servers import redis_server
 
@@ -105,5 +108,54 @@ def test_a_slot_is_booked_no_sooner_than_a_spacing_after_the_last_start(kind: st
         close = getattr(slots, "close", None)
         if close is not None:
             await close()
+
+    asyncio.run(test())
+
+
+def test_a_start_stamped_as_a_request_left_costs_no_commit_of_its_own(tmp_path: Path) -> None:
+    """One process stamps each request's start as its connection begins: the stamp answers at
+    once and joins the next commit (or ``close``'s), and never moves a start back."""
+
+    async def test() -> None:
+        path = tmp_path / "frontier.sqlite3"
+        frontier = open_frontier(path)
+        reader = sqlite3.connect(path)
+
+        def start(key: str) -> float | None:
+            row = reader.execute("SELECT at FROM starts WHERE key = ?", (key,)).fetchone()
+            return None if row is None else float(row[0])
+
+        before = time.time()
+        assert await asyncio.wait_for(frontier.claim("h", 0.0), 0.01) == 0.0  # no commit waited for
+        assert start("h") is None
+        await frontier.add("gemini://h/p", 0)  # the next commit takes it along
+        stamped = start("h")
+        assert stamped is not None and before <= stamped <= time.time()
+        assert await frontier.claim("h", 10.0) > 9.0  # the claim that follows sees it
+        await frontier.claim("k", 0.0)
+        await frontier.close()  # what no commit took along
+        assert start("k") is not None and start("h") == stamped
+        reader.close()
+
+    asyncio.run(test())
+
+
+def test_a_run_killed_with_a_start_uncommitted_spaces_that_host_from_its_restart(tmp_path: Path) -> None:
+    """A request in flight at a kill may have left with its start not yet committed (it joins the
+    next commit, and none came): the next run spaces every host it had in flight from when it
+    took their leases back, as if each had just been asked."""
+    host, other = authority("gemini://h/p"), authority("gemini://k/")
+
+    async def test() -> None:
+        path = tmp_path / "frontier.sqlite3"
+        killed = open_frontier(path)
+        await killed.add("gemini://h/p", 0)
+        assert await killed.lease(host, "old", 60.0) is not None
+        await killed.claim(host, 0.0)  # the request leaves; then the process dies
+        again = open_frontier(path)
+        assert await again.recover(None) == 1
+        assert await again.claim(host, 5.0) > 4.9  # a whole spacing from the restart
+        assert await again.claim(other, 5.0) == 0.0  # a host not in flight: at once
+        await again.close()
 
     asyncio.run(test())

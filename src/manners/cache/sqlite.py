@@ -128,6 +128,15 @@ def claim_slot(db: sqlite3.Connection, key: str, spacing: float) -> float:
     return 0.0
 
 
+def stamp_start(db: sqlite3.Connection, key: str, at: float) -> float:
+    """``key``'s request started at ``at`` (a claim with no spacing, stamped later): never moves
+    the start back.  0.0, as such a claim answers."""
+    db.execute(
+        "INSERT INTO starts VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET at = max(at, ?2)", (key, at)
+    )
+    return 0.0
+
+
 def connect(path: Path, busy_timeout: float, schema: str) -> sqlite3.Connection:
     """Open (or create) ``path`` in WAL mode with ``schema``, for ``begin_immediate`` transactions.
 

@@ -8,8 +8,9 @@ an executor thread would cost as much as the work, plus a connection shared betw
 The commit is four fifths of a small change's cost, so changes asked for in the same turn of
 the event loop share one ``BEGIN IMMEDIATE`` transaction (group commit): each caller resumes
 only once its change is committed, so what it does next (the next lease, say) still follows a
-durable state.  The only wait, for another process's write lock, happens in asyncio as in the
-SQLite cache.
+durable state.  (One change waits for nobody: a request's start stamped as it left joins the
+next commit, since the process spaces its next request by its own clock.)  The only wait, for
+another process's write lock, happens in asyncio as in the SQLite cache.
 
 Hot paths are indexed: a partial index over queued URLs by (authority, not_before, id) makes
 leasing O(log n), and a per-authority row carrying its queue length, the earliest time one of
@@ -34,7 +35,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..cache import HOLD_POLL, Held, Hold, LeaseLost
-from ..cache.sqlite import SLOTS_SCHEMA, begin_immediate, book_slot, claim_slot, connect, run_transaction
+from ..cache.sqlite import (
+    SLOTS_SCHEMA,
+    begin_immediate,
+    book_slot,
+    claim_slot,
+    connect,
+    run_transaction,
+    stamp_start,
+)
 from .frontier_errors import FrontierError, retrieved
 from .frontier_protocol import WORKERS_KEPT
 from .leases import DONE, IN_FLIGHT, PAGES, QUEUED, Lease, Revisits, Visit
@@ -185,7 +194,18 @@ class SQLiteFrontier:
 
     async def recover(self, owner: str | None = None) -> int:
         if owner is None:
-            return await self._write(lambda db: _unlease(db, "state = 'in_flight'", (), attempt=False))
+
+            def back(db: sqlite3.Connection) -> int:
+                # a run that ended with these in flight: no commit after them took their hosts'
+                # starts along (``_write``), so those hosts are spaced from now
+                db.execute(
+                    "INSERT INTO starts SELECT DISTINCT authority, ?1 FROM urls WHERE state = 'in_flight'"
+                    " ON CONFLICT (key) DO UPDATE SET at = max(at, ?1)",
+                    (time.time(),),
+                )
+                return _unlease(db, "state = 'in_flight'", (), attempt=False)
+
+            return await self._write(back)
         return await self._write(
             lambda db: _unlease(
                 db,
@@ -339,6 +359,13 @@ class SQLiteFrontier:
     def claim(
         self, authority: str, spacing: float, held: Held | None = None, hold: Hold | None = None
     ) -> Awaitable[float]:
+        if spacing <= 0 and held is None and hold is None:  # a start stamped: nothing to wait for
+            at = time.time()
+            self._write(lambda db: stamp_start(db, authority, at), lazy=True)
+            granted: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+            granted.set_result(0.0)  # at once: one process's own clock spaces its next request
+            return granted
+
         def take(db: sqlite3.Connection) -> float:
             if held is not None:
                 url, token, _ = held
@@ -448,6 +475,8 @@ class SQLiteFrontier:
     async def close(self) -> None:
         if self._committer is not None and not self._committer.done():
             await self._committer  # what callers were promised is committed first
+        if self._pending:  # lazy changes no commit took along
+            await self._commit()
         self._db.close()
 
     # -- machinery ----------------------------------------------------------------------------
@@ -500,13 +529,18 @@ class SQLiteFrontier:
             time.sleep(pause)
         return run_transaction(self._db, work, what, FrontierError)
 
-    def _write(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+    def _write(self, work: Callable[[sqlite3.Connection], T], lazy: bool = False) -> asyncio.Future[T]:
         """Queue ``work`` for a transaction shared with the changes asked for in the same turn of the
-        event loop (group commit); the future is done once it is committed."""
+        event loop (group commit); the future is done once it is committed.
+
+        ``lazy``: no commit of its own, it joins the next one asked for (a crawl asks for one a
+        request at least; ``close`` commits what is left).  For what nothing waits on but a
+        process that dies before it is committed may lose: a host's start, stamped as its
+        request left (the claim that granted the slot stamped one a moment before)."""
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         done.add_done_callback(retrieved)
         self._pending.append((work, done))
-        if self._committer is None or self._committer.done():
+        if not lazy and (self._committer is None or self._committer.done()):
             self._committer = asyncio.ensure_future(self._commit())
         return done
 
