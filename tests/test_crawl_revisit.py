@@ -363,6 +363,16 @@ def warc_records(out: Path) -> tuple[dict[tuple[str, str], str], list[Any]]:
 # -- a fleet on Redis ---------------------------------------------------------------------------
 
 
+def page_workers(out: Path) -> set[str]:
+    """The workers with a line in a fleet's pages files so far."""
+    return {
+        json.loads(line)["worker"]
+        for path in out.glob("pages-*.jsonl")
+        for line in path.read_text().splitlines()
+        if line.endswith("}")
+    }
+
+
 def test_two_workers_on_redis_revisit_on_one_schedule(tmp_path: Path, redis_port: int) -> None:
     """The due times live in the Redis frontier: two workers keep one schedule per page between
     them, and a revisit record may name a capture the other worker wrote."""
@@ -386,6 +396,9 @@ def test_two_workers_on_redis_revisit_on_one_schedule(tmp_path: Path, redis_port
             edited = time.time()
             time.sleep(8)
             status = status_of(*fleet, "--json")
+            # which worker has a host's next turn is a race of their timers: on a busy machine one
+            # may win several in a row, so the crawl goes on until each has had one
+            wait_for(lambda: len(page_workers(out)) == 2, timeout=40)
         finally:
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
