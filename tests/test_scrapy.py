@@ -317,6 +317,7 @@ def gaps(hits: list[Hit]) -> list[float]:
     return [b.start - a.start for a, b in itertools.pairwise(hits)]
 
 
+@pytest.mark.serial  # nginx's clock against the crawl's, and its length bounded: not beside other tests
 def test_three_processes_with_manners_pacing_keep_one_crawl_delay_together(
     tmp_path: Path, cache_url: Callable[[str], str]
 ) -> None:
