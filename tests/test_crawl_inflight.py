@@ -6,6 +6,7 @@ for them, and when even the hard one is, fewer requests go at once, said in one 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import resource
 
@@ -71,3 +72,66 @@ def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytes
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:
     assert hosts_at_once(16, shared=False) == inflight.HOSTS_AT_ONCE >= 4000  # the small net's capsules
     assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST
+
+
+async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, int]]) -> list[str]:
+    """Every place taken, then one request per name asks in the dict's order: the order they got in."""
+    got: list[str] = []
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with gate.place():
+            await release.wait()
+
+    async def asker(name: str, r: tuple[int, int]) -> None:
+        async with gate.place(r):
+            got.append(name)
+            await asyncio.sleep(0)
+
+    holders = [asyncio.ensure_future(holder()) for _ in range(gate.free)]
+    await asyncio.sleep(0)
+    assert gate.locked()
+    askers = []
+    for name, r in ranks.items():
+        askers.append(asyncio.ensure_future(asker(name, r)))
+        await asyncio.sleep(0)
+    release.set()
+    await asyncio.gather(*holders, *askers)
+    return got
+
+
+def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_queued() -> None:
+    ranks = {
+        "small": inflight.rank(9, 2),
+        "big": inflight.rank(9, 500),
+        "new": inflight.rank(0, 1),
+        "robots": (inflight.ROBOTS, 0),
+        "middle": inflight.rank(9, 40),
+        "new-too": inflight.rank(inflight.DISCOVERY - 1, 3),
+        "small-too": inflight.rank(9, 2),
+    }
+    got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
+    assert got == ["robots", "new-too", "new", "big", "middle", "small", "small-too"]
+
+
+def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
+    async def main() -> int:
+        gate = inflight.Gate(1)
+        release = asyncio.Event()
+
+        async def holder() -> None:
+            async with gate.place():
+                await release.wait()
+
+        held = asyncio.ensure_future(holder())
+        await asyncio.sleep(0)
+        waiting = asyncio.ensure_future(gate.place(inflight.rank(0, 9)).__aenter__())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        release.set()
+        await held
+        async with gate.place():  # the place came back: this does not wait
+            assert gate.locked()
+        return gate.free
+
+    assert asyncio.run(asyncio.wait_for(main(), 5)) == 1

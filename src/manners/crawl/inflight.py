@@ -7,17 +7,34 @@ counts as its concurrency only the requests on the wire: a host waiting for its 
 connection and no share of it.  Apart from the run (``worker``) because the same gate covers
 robots.txt fetches (``crawler``), and because how many sockets a process may open is the
 operating system's to say, not the run's.
+
+Working every ready host at once has one limit: the CPU.  Past it, requests wait for a place,
+and the order they get one decides the crawl's length.  First come, first served gives each
+of N hosts with work 1/N of the places, so the biggest host, which alone sets the bound, runs
+at a fraction of its pace for as long as the opening rush lasts.  ``Gate`` hands places by
+rank instead: a host's first requests (its robots.txt, then ``DISCOVERY`` pages: enough to
+see its pages link to more), then the host with the most URLs queued.  No ranking works
+without its first pages: robots.txt links to nothing, so every host's queue looks the same
+until its first pages are read.  The space bench's schedule model (bench/space_schedule.py)
+chose this rule; docs/benchmarks.md has its figures.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import heapq
+import itertools
 import logging
+from collections.abc import AsyncIterator
 
 log = logging.getLogger("manners.crawl")
 
 HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: hosts at once per request in flight, so the others get some
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
+DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
+ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
 def hosts_at_once(concurrency: int, shared: bool) -> int:
@@ -50,3 +67,51 @@ def fit_descriptors(concurrency: int) -> int:
     log.warning("--concurrency %d needs %d file descriptors, but this process may open %d (ulimit -n):"
                 " %d requests at once", concurrency, need, soft, fits)  # fmt: skip
     return fits
+
+
+def rank(sent: int, queued: int) -> tuple[int, int]:
+    """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far in
+    this run, ``queued`` URLs of the host's still queued (``Lease.queued``)."""
+    return (DISCOVERING, queued) if sent < DISCOVERY else (RANKED, queued)
+
+
+class Gate:
+    """``places`` requests on the wire at once; when more want one, the highest rank goes
+    first (first come, first served among equals).  A place is handed from the request that
+    ends straight to the next, so none is taken out of turn in between."""
+
+    def __init__(self, places: int) -> None:
+        self.free = places
+        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def locked(self) -> bool:
+        """Whether a request asking now would wait."""
+        return self.free <= 0  # a place is free only while nobody waits: each is handed on
+
+    @contextlib.asynccontextmanager
+    async def place(self, rank: tuple[int, int] = (ROBOTS, 0)) -> AsyncIterator[None]:
+        """Hold a place while the block runs (``rank``: see ``rank``; a robots.txt fetch's by default)."""
+        if self.locked():
+            waiter = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiting, ((-rank[0], -rank[1]), next(self._order), waiter))
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # handed a place as it was cancelled
+                    self._hand_on()
+                raise
+        else:
+            self.free -= 1
+        try:
+            yield
+        finally:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        while self._waiting:
+            _, _, waiter = heapq.heappop(self._waiting)
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1

@@ -34,6 +34,10 @@ class Lease:
     digest: str | None = None
     capture_at: float | None = None
     misses: int = 0
+    # URLs of its authority still queued once it was leased, where the frontier says (else 0):
+    # the work a host is known to have left, which ranks its requests while the CPU is short
+    # (``inflight.Gate``).  Not part of equality.
+    queued: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -279,9 +279,9 @@ class RedisFrontier:
             got = await self._run(self._lease_script, shard_of(authority), *args)
             if got is None:
                 return None
-            url, depth, attempts, parent, redirects, token, visits, interval, digest, capture_at, misses = got
+            url, depth, attempts, parent, redirects, token, visits, interval, digest, at, misses, n = got
             return Lease(url, int(depth), int(attempts), parent, int(redirects), token, int(visits),
-                         _float(interval), digest, _float(capture_at), int(misses))  # fmt: skip
+                         _float(interval), digest, _float(at), int(misses), int(n))  # fmt: skip
 
         return self._ordered({authority}, take)
 

@@ -150,7 +150,8 @@ end
 
 ADD = "return add_urls(2)"
 
-# ARGV: prefix, authority, owner, ttl, now (crawler's clock), token.
+# ARGV: prefix, authority, owner, ttl, now (crawler's clock), token.  Returns the lease's fields,
+# then how many URLs of the authority are still queued (the lease's rank, ``inflight.Gate``).
 LEASE = """
 local a, now = ARGV[2], tonumber(ARGV[5])
 alive()
@@ -172,7 +173,8 @@ redis.call('HSET', key('a', a), 'turn', score(t))
 refresh(a)
 count('queued', -1)
 count('in_flight', 1)
-return {url, r[2], r[3], r[7], r[4], ARGV[6], r[9], exact(r[10]), r[11], exact(r[12]), r[13]}
+return {url, r[2], r[3], r[7], r[4], ARGV[6], r[9], exact(r[10]), r[11], exact(r[12]), r[13],
+  redis.call('ZCARD', key('q', a))}
 """
 
 # ARGV: prefix, authority, url, outcome, page (0/1), the JSON of its links for the outbox ('' for

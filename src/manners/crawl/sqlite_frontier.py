@@ -116,12 +116,14 @@ class SQLiteFrontier:
                 (owner, now + ttl, token, row[0]),
             )
             self._turn = max(now, self._turn + 1e-6)
-            db.execute(
+            left = db.execute(
                 f"UPDATE authorities SET queued = queued - 1, in_flight = in_flight + 1, last_leased = ?,"
-                f" eligible_at = {ELIGIBLE} WHERE authority = ?",
+                f" eligible_at = {ELIGIBLE} WHERE authority = ? RETURNING queued",
                 (self._turn, authority),
-            )
-            return Lease(row[1], row[2], row[3], row[4], row[5], token, *row[6:])
+            ).fetchall()
+            visits, interval, digest, capture_at, misses = row[6:]
+            return Lease(row[1], row[2], row[3], row[4], row[5], token, visits, interval, digest, capture_at,
+                         misses, int(left[0][0]))  # fmt: skip
 
         return self._write(take)
 

@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import fit_descriptors, hosts_at_once
+from .inflight import Gate, fit_descriptors, hosts_at_once, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -130,15 +130,16 @@ class Worker:
         self._quiet: dict[str, Page] = {}  # a revisiting crawl: refusals decided again as before, not yielded
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
-        self._requests: asyncio.Semaphore | None = None  # the requests in flight (_gate)
+        self._requests: Gate | None = None  # the requests in flight (_gate)
+        self._sent: dict[str, int] = {}  # authority -> page requests made to it in this run (its rank)
         self._asking = 0  # leases being asked for, each a page reserved against --max-pages
 
-    def _gate(self) -> asyncio.Semaphore:
+    def _gate(self) -> Gate:
         """What a request holds from when it leaves to when its answer is settled: ``concurrency``
         of them at once (fewer if the process cannot open that many sockets:
         ``inflight.fit_descriptors``).  A host waiting for its turn holds none."""
         if self._requests is None:
-            self._requests = asyncio.Semaphore(fit_descriptors(self.concurrency))
+            self._requests = Gate(fit_descriptors(self.concurrency))
         return self._requests
 
     # -- the run --------------------------------------------------------------------------
@@ -489,7 +490,7 @@ class Worker:
         self.stats.waiting.pop(auth, None)
         gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
-        async with gate:  # a request on the wire: one of ``concurrency``
+        async with gate.place(rank(self._sent.get(auth, 0), lease.queued)):  # one of ``concurrency``
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
                 honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
@@ -501,6 +502,7 @@ class Worker:
         the next request is spaced from the ledger's line too, even if no connection is made."""
         url = lease.url
         self.stats.requests += 1
+        self._sent[auth] = self._sent.get(auth, 0) + 1
         visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()

@@ -1,0 +1,28 @@
+"""bench/space_schedule.py, the space bench's schedule model: its clock, and the rule it chose
+for the crawler's request gate (``inflight.rank``) against first come, first served."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from space_model import build  # noqa: E402
+from space_schedule import RULES, makespan  # noqa: E402
+
+
+def test_one_host_takes_its_pages_at_its_spacing() -> None:
+    # robots.txt and 50 pages: 50 spacings, then the last request's CPU
+    assert abs(makespan([(50, 3)], 0.1, 0.001, RULES["fifo"]) - 5.001) < 1e-9
+
+
+def test_a_short_cpu_delays_the_big_host_without_a_rank_and_less_with_one() -> None:
+    space = build(6, 400, 40, factor=10)
+    hosts = [(h.pages, h.fanout) for h in space.hosts if h.fault != "dead"]
+    took = {name: makespan(hosts, 0.11, 0.0055, RULES[name]) for name in ("fifo", "ranked", "oracle")}
+    bound = (max(hosts)[0] + 1) * 0.11  # the biggest host's requests at its spacing and margin
+    assert took["oracle"] < bound * 1.03  # a rule that knew every host's size keeps it busy
+    assert took["fifo"] > bound * 1.1  # first come, first served: the opening rush costs it
+    assert took["ranked"] < took["fifo"] * 0.93
