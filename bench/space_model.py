@@ -56,6 +56,11 @@ CLOSED = "closed"  # the status a server logs for a connection closed before its
 ORDINARY_SECTIONS = ("/posts/", "/notes/", "/log/", "/docs/", "/music/", "/archive/", "/photos/", "/")
 
 
+def children(pages: int, fanout: int, i: int) -> range:
+    """The pages page ``i`` of a host's tree is the parent of: its links within the host."""
+    return range(i * fanout + 1, min(pages, (i + 1) * fanout + 1))
+
+
 @dataclass(frozen=True)
 class Host:
     """One capsule or hole: everything a server needs to answer for it."""
@@ -208,9 +213,7 @@ class Space:
         """The URLs page ``i`` links to (a Gopher text file links to nothing)."""
         if host.scheme == "gopher" and not self.is_menu(host, i):
             return []
-        out = [
-            self.url(host, c) for c in range(i * host.fanout + 1, min(host.pages, (i + 1) * host.fanout + 1))
-        ]
+        out = [self.url(host, c) for c in children(host.pages, host.fanout, i)]
         rng = self._rng(host, i)
         for _ in range(rng.randrange(4)):
             out.append(self.url(host, rng.randrange(host.pages)))

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from manners.cache import claim_margin
 from manners.crawl.inflight import rank
-from space_model import FACTOR, build
+from space_model import FACTOR, build, children
 
 Rule = Callable[[int, int, int], tuple[int, int]]  # (pages asked, queued, pages left) -> rank, higher first
 
@@ -73,7 +73,7 @@ def makespan(
         page = queue[h].popleft()
         start, now = now, now + cpu
         pages, fanout = hosts[h]
-        links = [] if page < 0 else list(range(page * fanout + 1, min(pages, (page + 1) * fanout + 1)))
+        links = [] if page < 0 else list(children(pages, fanout, page))
         sent[h] += page >= 0
         left[h] -= 1
         total -= 1
