@@ -4,11 +4,11 @@ The dispatcher asks the frontier for ready authorities, the biggest first, and w
 of them at once (``inflight.hosts_at_once``), each by one task that leases its URLs one by one,
 asks the robot, waits its turn (``pacing``), fetches, and settles the URL; ``concurrency``
 counts the requests on the wire, not the hosts waiting for their turn (``inflight``), so no
-host with work waits past its slot behind another's delay.  The URL is settled: WARC first,
-then the pages file, then the frontier (``archive``), so a kill at any instant costs at most
-the pages in flight.  What an answer comes to is
-``answers``' to say; this module does it.  Meanwhile the worker renews its leases, gives back
-a dead worker's once expired, and beats its heart (``manners crawl status``).
+host with work waits past its slot behind another's delay.  The dispatcher looks again when a
+task ends or links reach a host not at work.  The URL is settled: WARC, the pages file, then
+the frontier (``archive``): a kill costs at most the pages in flight.  What an answer comes to
+is ``answers``' to say.  The worker also renews its leases, gives back a dead worker's once
+expired, and beats its heart (``manners crawl status``).
 
 Every act under a lease checks that the lease is still held: a request's slot is claimed with the
 lease (``pacing.Pacing.turn``), and a settling is committed with its token; a lease found lost is
@@ -64,7 +64,7 @@ HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
-_Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether it had links
+_Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether to look again
 
 
 class Worker:
@@ -120,6 +120,7 @@ class Worker:
         self.whole: dict[str, int] = {}  # the whole crawl's counts (the frontier's), this run included
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()  # a worker ended or new URLs were queued: the dispatcher looks again
+        self._active: dict[str, asyncio.Task[None]] = {}  # authority -> the task working it
         self._failure: BaseException | None = None  # what ended the crawl early (a file error)
         self._counted = 0.0
         self._caps_known: set[str] = set()  # Gopher authorities whose caps.txt is queued
@@ -154,13 +155,12 @@ class Worker:
     def _scope(self, seeds: list[str]) -> None:
         self.seeds = seeds
         self.scope_authorities = {urls.authority(u) for u in seeds}
-        self.policy = AddressPolicy.of(
-            (answers.host_port(a) for a in self.scope_authorities), self.allow_private
-        )
+        ours = (answers.host_port(a) for a in self.scope_authorities)
+        self.policy = AddressPolicy.of(ours, self.allow_private)
 
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
-        active: dict[str, asyncio.Task[None]] = {}
+        active = self._active
         upkeep = [
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
@@ -194,7 +194,7 @@ class Worker:
                     if not self.stats.in_flight:
                         break  # nothing left but hosts parked for longer than max_delay
                     at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                longest = 0.1 if active else 0.5  # a fleet's other workers queue links unseen here
+                longest = 0.1 if active and self.shared else 0.5  # others' links, unseen here
                 pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
@@ -427,7 +427,7 @@ class Worker:
         """Wait for a page's settling to be committed, then yield it."""
         if settling is None:
             return
-        settled, page, linked = settling
+        settled, page, news = settling
         lease = self._leased.get(page.url)
         try:
             await settled
@@ -442,7 +442,7 @@ class Worker:
             raise
         self._unconfirmed.pop(page.url, None)
         self._leased.pop(page.url, None)
-        if linked:
+        if news:
             self._wake.set()
         await self._emit(page)
 
@@ -506,9 +506,8 @@ class Worker:
         visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
-        self.ledger.note(
-            url, "caps" if answers.is_caps(url) else "page", lease.token or None, spacing, honoured
-        )
+        what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
+        self.ledger.note(url, what, lease.token or None, spacing, honoured)
         if late:
             await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
@@ -782,7 +781,8 @@ class Worker:
         self._unconfirmed[page.url] = page
         if counted:
             self._pages += 1
-        self._settling[page.url] = (settled, page, bool(links))
+        news = any(urls.authority(link) not in self._active for link in links)  # a host not at work
+        self._settling[page.url] = (settled, page, news)
 
     def _decided_again(self, lease: Lease, page: Page) -> None:
         """A revisiting crawl's disallowed URL decided as before (the same robots.txt line refuses
