@@ -9,7 +9,9 @@ last one began; a host's pages are its tree in bench/space_model.py, found as it
 read).  Whenever the CPU is free, a rule picks among the hosts whose turn has come:
 
 - ``fifo``: the longest waiting (what the crawler did before ``inflight.Gate``);
-- ``ranked``: ``inflight.rank``, the crawler's rule: a host's first pages, then the most queued;
+- ``ranked``: ``inflight.rank``, the crawler's rule: a host's first pages, then the most queued
+  per page asked;
+- ``first-queued``: a host's first pages, then the most queued (the gate's rule before);
 - ``queued``: the most queued, from the first page on;
 - ``oracle``: the most pages left, known in advance (no crawler knows it: the ceiling).
 
@@ -29,14 +31,15 @@ from collections import deque
 from collections.abc import Callable
 
 from manners.cache import claim_margin
-from manners.crawl.inflight import rank
+from manners.crawl.inflight import DISCOVERY, rank
 from space_model import FACTOR, build, children
 
-Rule = Callable[[int, int, int], tuple[int, int]]  # (pages asked, queued, pages left) -> rank, higher first
+Rule = Callable[[int, int, int], tuple[int, float]]  # (pages asked, queued, pages left) -> rank, higher first
 
 RULES: dict[str, Rule] = {
     "fifo": lambda sent, queued, left: (0, 0),
     "ranked": lambda sent, queued, left: rank(sent, queued),
+    "first-queued": lambda sent, queued, left: (int(sent < DISCOVERY), queued),
     "queued": lambda sent, queued, left: (0, queued),
     "oracle": lambda sent, queued, left: (0, left),
 }
@@ -52,7 +55,7 @@ def makespan(
     sent = [0] * len(hosts)
     left = [pages + 1 for pages, _ in hosts]
     due = [(0.0, h) for h in range(len(hosts))]  # (turn, host): hosts with work, not in flight
-    ready: list[tuple[tuple[int, int], float, int]] = []  # (-rank, turn, host): turn come
+    ready: list[tuple[tuple[int, float], float, int]] = []  # (-rank, turn, host): turn come
     answers: list[tuple[float, int, list[int], float]] = []  # (at, host, links, next turn)
     now, total = 0.0, sum(left)
     while total:

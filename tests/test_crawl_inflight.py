@@ -74,7 +74,7 @@ def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> 
     assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST
 
 
-async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, int]]) -> list[str]:
+async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, float]]) -> list[str]:
     """Every place taken, then one request per name asks in the dict's order: the order they got in."""
     got: list[str] = []
     release = asyncio.Event()
@@ -83,7 +83,7 @@ async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, int]
         async with gate.place():
             await release.wait()
 
-    async def asker(name: str, r: tuple[int, int]) -> None:
+    async def asker(name: str, r: tuple[int, float]) -> None:
         async with gate.place(r):
             got.append(name)
             await asyncio.sleep(0)
@@ -100,7 +100,7 @@ async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, int]
     return got
 
 
-def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_queued() -> None:
+def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_queued_per_page() -> None:
     ranks = {
         "small": inflight.rank(9, 2),
         "big": inflight.rank(9, 500),
@@ -109,9 +109,12 @@ def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_
         "middle": inflight.rank(9, 40),
         "new-too": inflight.rank(inflight.DISCOVERY - 1, 3),
         "small-too": inflight.rank(9, 2),
+        # read 900 times and 1,000 still queued: draining; read 5 times and 30 queued: still growing
+        "drained": inflight.rank(900, 1000),
+        "growing": inflight.rank(5, 30),
     }
     got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
-    assert got == ["robots", "new-too", "new", "big", "middle", "small", "small-too"]
+    assert got == ["robots", "new-too", "new", "big", "growing", "middle", "drained", "small", "small-too"]
 
 
 def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:

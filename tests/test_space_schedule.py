@@ -26,3 +26,12 @@ def test_a_short_cpu_delays_the_big_host_without_a_rank_and_less_with_one() -> N
     assert took["oracle"] < bound * 1.03  # a rule that knew every host's size keeps it busy
     assert took["fifo"] > bound * 1.1  # first come, first served: the opening rush costs it
     assert took["ranked"] < took["fifo"] * 0.93
+
+
+def test_the_most_queued_per_page_asked_does_not_lock_in_the_hosts_read_first() -> None:
+    # seed 1: ranked by URLs queued alone, the hosts whose first pages queued the most keep the
+    # lead, and the biggest (five links a page) waits behind them
+    space = build(1, 400, 40, factor=10)
+    hosts = [(h.pages, h.fanout) for h in space.hosts if h.fault != "dead"]
+    took = {name: makespan(hosts, 0.11, 0.0055, RULES[name]) for name in ("first-queued", "ranked")}
+    assert took["ranked"] < took["first-queued"] * 0.97
