@@ -28,12 +28,6 @@ CLAIM_MARGIN = 0.01
 CLAIM_MARGIN_SHARE = 0.25
 # Seconds at least between two claims of a worker waiting for a host another request holds.
 HOLD_POLL = 0.01
-# Seconds before its slot that one process (``take_slot(book=False)``) claims it, at most a
-# quarter of the spacing: the claim is a commit, whose answer a busy event loop gives back
-# milliseconds later, and the request left that much after its slot (at 4,400 hosts and a
-# 0.21 s slot, the biggest hosts' requests were noted 23 ms late on average).  Claimed early,
-# for a spacing that much shorter, it is sent no sooner than the slot all the same.
-CLAIM_AHEAD = 0.02
 
 
 Held = tuple[str, str, float]  # a crawl lease a request is made under: URL, token, seconds it lasts
@@ -93,16 +87,14 @@ async def take_slot(
     ``book=False``: nobody else orders requests to ``key`` (one process's crawl: a host's one
     task, and a robots.txt refresh that claims as it does), so no slot is booked: a write and
     a wait on the store fewer per request.  The first claim is made after ``wait`` (the caller's
-    own reckoning of when the host's last request left, plus the spacing), up to
-    ``CLAIM_AHEAD`` early (never before now) for a spacing as much shorter, and a claim refused
-    says how long is left; a claim granted returns no sooner than that much after it was asked.
+    own reckoning of when the host's last request left, plus the spacing), and a claim refused
+    says how long is left.
 
     Returns when (``time.monotonic()``) the claim that was granted was asked: what it holds (the
     lease extended, the hold) is counted from no later than that, whenever its answer was read
     (a process stopped with the answer unread reads it, on waking, as if it were new)."""
     spacing += claim_margin(spacing)  # booked and claimed alike, so a slot on time is claimed at once
-    early = 0.0 if book else min(CLAIM_AHEAD, spacing / 4, max(wait, 0.0))  # never past the slot
-    slot = time.monotonic() + (await slots.book(key, spacing, max(wait, 0.0)) if book else wait - early)
+    slot = time.monotonic() + (await slots.book(key, spacing, max(wait, 0.0)) if book else wait)
     while True:
         while (left := slot - time.monotonic()) > 0:
             await asyncio.sleep(left)
@@ -112,14 +104,12 @@ async def take_slot(
             continue
         asked = time.monotonic()
         if held is None and hold is None:
-            late = await slots.claim(key, spacing - early)
+            late = await slots.claim(key, spacing)
         else:
-            late = await cast(HeldSlots, slots).claim(key, spacing - early, held, hold)
+            late = await cast(HeldSlots, slots).claim(key, spacing, held, hold)
             if late < 0 and held is not None:
                 raise LeaseLost(f"the lease on {held[0]} is no longer held: its request was not sent")
         if late <= 0:
-            if (rest := asked + early - time.monotonic()) > 0:  # claimed early: sent on time
-                await asyncio.sleep(rest)
             return asked
         slot = time.monotonic() + late
 
