@@ -11,14 +11,18 @@ its backoff ends, not when a share of the concurrency is free.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from manners.crawl import Crawler
+from manners.crawl.frontier import SQLiteFrontier
 from servers import free_port, jetforce_hosts
 
 pytestmark = pytest.mark.serial  # time bounds
@@ -29,6 +33,7 @@ SPACING = 0.1  # --min-delay: every host's spacing
 SMALL, SMALL_PAGES = 6, 8
 BIG, BIG_PAGES = 2, 28
 BACKOFF = 0.6  # --robots-backoff
+PAGES_IN_A_ROW = 40
 
 
 def capsule(root: Path, pages: int) -> Path:
@@ -91,3 +96,36 @@ def test_max_pages_holds_with_every_host_at_work_at_once(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr
         pages = [a.url for a in jet.accesses() if not a.url.endswith("/robots.txt")]
     assert len(pages) == 3, pages
+
+
+def test_the_dispatcher_does_not_walk_the_ready_hosts_after_every_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look for ready hosts walks every one of them (thousands in a big crawl): a page whose
+    links stay on a host already at work brings none, and wakes nobody."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    (root / "index.gmi").write_text("=> p0.gmi\n")
+    for i in range(PAGES_IN_A_ROW):  # each page links back and on: links on every page
+        (root / f"p{i}.gmi").write_text(f"# page {i}\n=> index.gmi\n=> p{(i + 1) % PAGES_IN_A_ROW}.gmi\n")
+    looks = 0
+    ready = SQLiteFrontier.ready_authorities
+
+    async def counted(self: SQLiteFrontier, *args: Any) -> list[str]:
+        nonlocal looks
+        looks += 1
+        return await ready(self, *args)
+
+    monkeypatch.setattr(SQLiteFrontier, "ready_authorities", counted)
+    with jetforce_hosts([root]) as jet:
+        seed = f"gemini://localhost:{jet.public_ports[0]}/"
+
+        async def crawl() -> list[str]:
+            async with Crawler("testbot", (), tmp_path / "out", min_delay=0.02, cache="memory",
+                               timeout=5, allow_private=True) as crawler:  # fmt: skip
+                return [p.outcome async for p in crawler.crawl([seed])]
+
+        outcomes = asyncio.run(crawl())
+    assert outcomes.count("fetched") == PAGES_IN_A_ROW + 2  # the root, index.gmi and every page
+    assert looks < PAGES_IN_A_ROW / 4, looks  # it looked after every page: about one look each
