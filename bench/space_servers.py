@@ -10,9 +10,16 @@ is set up (TCP and TLS: asyncio's own handshake), and another between the reques
 answer.
 
 Every request is logged, tab-separated, one line each, so the checks read what the servers
-saw, not what the crawler says it did: the time the connection was set up, the time the
-request line was read, the time the answer was sent and the connection closed, the host,
-the peer, the scheme, the request, the status and the bytes sent.
+saw, not what the crawler says it did: the time the connection's first bytes (a TLS ClientHello,
+a Gopher selector) reached the host's socket, the time the request line was read, the time the
+answer was sent and the connection closed, the host, the peer, the scheme, the request, the
+status and the bytes sent.
+
+The first time is the kernel's (``SO_TIMESTAMPNS``, read with ``MSG_PEEK`` before the bytes are
+handed to TLS), not when this process got round to the connection: with 4,400 hosts on the core
+the crawler leaves, a server's loop may accept a connection tens of milliseconds after it came,
+and the one after it on time, so that two requests a spacing apart on the wire looked closer
+than it in the log.  The client sends its first bytes as soon as the connection is set up.
 
     python bench/space_servers.py SEED CAPSULES HOLES CAP FACTOR SHARD SHARDS CERTS LOG READY
 """
@@ -22,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import resource
 import signal
+import socket
 import ssl
+import struct
 import sys
 import time
 from pathlib import Path
@@ -32,6 +41,7 @@ from space_model import CLOSED, TRAP_PATH, Host, Space, build
 
 ROBOTS_SELECTOR = "/robots.txt"  # where a hole keeps robots.txt (the crawler tries robots.txt first)
 READ_TIMEOUT = 10.0
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's; Python's socket module does not name it
 
 
 def filler(size: int = 1_200_000) -> bytes:
@@ -139,6 +149,7 @@ class Server:
         self.log = open(log, "a", buffering=1 << 20)  # noqa: SIM115 (closed in run)
         self.contexts: dict[str, ssl.SSLContext] = {}
         self.factor = space.factor
+        self.tasks: set[asyncio.Task[None]] = set()
 
     def context(self, host: Host) -> ssl.SSLContext:
         ctx = self.contexts.get(host.name)
@@ -161,7 +172,7 @@ class Server:
     async def serve(
         self, host: Host, accepted: float, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        """Answer one connection; ``accepted``: when it was accepted (for Gemini, before its handshake)."""
+        """Answer one connection; ``accepted``: when its first bytes came (before a TLS handshake)."""
         peer_info = writer.get_extra_info("peername")
         peer = f"{peer_info[0]}:{peer_info[1]}" if peer_info else "?"
         delay = host.rtt / self.factor
@@ -191,32 +202,92 @@ class Server:
 
     async def run(self, ready: Path) -> None:
         loop = asyncio.get_running_loop()
-        servers = []
+        listeners = []
         for host in self.hosts:
             if host.fault == "dead":
                 continue
-
-            def accept(host: Host = host) -> asyncio.StreamReaderProtocol:
-                # made as the TCP connection is accepted, before a TLS handshake (asyncio's
-                # start_server would stamp it after): when the client's request arrived
-                accepted = time.time()
-                return asyncio.StreamReaderProtocol(
-                    asyncio.StreamReader(), lambda r, w: self.serve(host, accepted, r, w)
-                )
-
-            tls = self.context(host) if host.scheme == "gemini" else None
-            servers.append(await loop.create_server(accept, host.address, host.port, backlog=64, ssl=tls))
-        ready.write_text(f"{len(servers)}\n")
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # the connections accepted inherit it
+            sock.bind((host.address, host.port))
+            sock.listen(64)
+            sock.setblocking(False)
+            loop.add_reader(sock.fileno(), self._accept, sock, host)
+            listeners.append(sock)
+        ready.write_text(f"{len(listeners)}\n")
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         flusher = asyncio.ensure_future(self.flush())
         await stop.wait()
         flusher.cancel()
-        for s in servers:
-            s.close()
+        for sock in listeners:
+            loop.remove_reader(sock.fileno())
+            sock.close()
         self.log.flush()
         self.log.close()
+
+    def _accept(self, listener: socket.socket, host: Host) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of descriptors, say: the client's connect fails or times out
+                return
+            conn.setblocking(False)
+            timer = loop.call_later(READ_TIMEOUT, self._silent, conn, host)
+            loop.add_reader(conn.fileno(), self._first_bytes, conn, host, timer)
+
+    def _silent(self, conn: socket.socket, host: Host) -> None:
+        """A connection that sent nothing for ``READ_TIMEOUT``: closed, as one that asked nothing."""
+        asyncio.get_running_loop().remove_reader(conn.fileno())
+        self._closed_unasked(conn, host, time.time())
+
+    def _closed_unasked(self, conn: socket.socket, host: Host, at: float) -> None:
+        try:
+            peer = "{}:{}".format(*conn.getpeername())
+        except OSError:
+            peer = "?"
+        conn.close()
+        self.note(at, at, host, peer, "", CLOSED, 0)
+
+    def _first_bytes(self, conn: socket.socket, host: Host, timer: asyncio.TimerHandle) -> None:
+        """The connection's first bytes are in (a TLS ClientHello, a Gopher selector): stamp it with
+        the time the kernel received them, not the time this process got round to it, and answer."""
+        try:
+            data, ancillary, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return  # woken for nothing: still waiting
+        except OSError:
+            data, ancillary = b"", []
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(conn.fileno())
+        timer.cancel()
+        arrived = time.time()
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+                seconds, nanoseconds = struct.unpack("qq", value[:16])
+                arrived = seconds + nanoseconds / 1e9
+        if not data:  # closed before a byte came (the client killed)
+            self._closed_unasked(conn, host, arrived)
+            return
+        task = asyncio.ensure_future(self._answer(conn, host, arrived))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _answer(self, conn: socket.socket, host: Host, arrived: float) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        protocol = asyncio.StreamReaderProtocol(reader, lambda r, w: self.serve(host, arrived, r, w))
+        tls = self.context(host) if host.scheme == "gemini" else None
+        try:
+            await loop.connect_accepted_socket(
+                lambda: protocol, conn, ssl=tls, ssl_handshake_timeout=READ_TIMEOUT if tls else None
+            )
+        except (OSError, ssl.SSLError, ConnectionError, asyncio.TimeoutError):
+            conn.close()  # a handshake the client gave up (an expired certificate): nothing asked, as before
 
     async def flush(self) -> None:
         while True:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +150,40 @@ def test_across_a_kill_only_a_page_in_flight_may_be_asked_again_and_robots_txt_i
     assert v.robots_again == [] and v.again_after_kill == []
     read_twice_after = [*again, req(6.05, "/robots.txt")]
     assert check(p, read_twice_after, killed=5.0).robots_again == [("a.test", 2, 1)]
+
+
+def test_a_server_stamps_a_connection_when_its_bytes_came_not_when_it_got_round_to_it(tmp_path: Path) -> None:
+    """A server's loop busy elsewhere (here: stopped) accepts a connection late; its log must still
+    say when the request reached the host, or two requests a spacing apart look closer than it."""
+    seed = next(s for s in range(1, 100) if build(s, 1, 1).holes[0].fault == "")
+    hole = build(seed, 1, 1).holes[0]
+    log, ready = tmp_path / "server.log", tmp_path / "ready"
+    env = {**os.environ, "PYTHONPATH": f"{BENCH.parent / 'src'}:{BENCH}"}
+    args = [str(seed), "1", "1", "0", "50", "0", "1", str(tmp_path), str(log), str(ready)]
+    server = subprocess.Popen([sys.executable, str(BENCH / "space_servers.py"), *args], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            conn = socket.create_connection((hole.address, 70), timeout=10)  # the kernel accepts it
+            sent = time.time()
+            conn.sendall(b"/robots.txt\r\n")
+            time.sleep(0.4)
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        with conn:
+            while conn.recv(65536):
+                pass
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    [line] = log.read_text().splitlines()
+    arrived, asked = (float(f) for f in line.split("\t")[:2])
+    assert asked >= sent + 0.35  # the request line was read once the server ran again
+    assert abs(arrived - sent) < 0.05  # but the connection is stamped when its bytes came
 
 
 def crawl_space(tmp_path: Path, *more: str) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
