@@ -234,7 +234,9 @@ class Server:
                 conn, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:  # out of descriptors, say: the client's connect fails or times out
+            except OSError:  # out of descriptors, say: wait a second for some to close, as asyncio does
+                loop.remove_reader(listener.fileno())
+                loop.call_later(1.0, loop.add_reader, listener.fileno(), self._accept, listener, host)
                 return
             conn.setblocking(False)
             timer = loop.call_later(READ_TIMEOUT, self._silent, conn, host)

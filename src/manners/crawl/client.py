@@ -72,8 +72,10 @@ async def gemini_get(
 ) -> Response:
     """Request ``url`` (absolute, at most 1024 bytes) over TLS with SNI.
 
-    ``leaving``: called as the connection is begun, its name resolved (the crawler stamps the
-    host's spacing from then: when the request truly left, whatever its TLS handshake takes).
+    ``leaving``: called as the connection is begun, its name resolved, and again once the
+    request is written: the crawler spaces the host's next request from the last call, so
+    that however late a busy event loop sent this one's bytes after its connection was made,
+    the next one's reach the server no sooner than the spacing after them.
 
     ``known_hosts`` maps ``host:port`` to certificate fingerprints: the first seen is
     kept; a different one is reported in ``fingerprint_changed`` and the answer still used.
@@ -124,6 +126,8 @@ async def _gemini(
             known_hosts[key] = fingerprint
         changed = before is not None and before != fingerprint
         writer.write(request)
+        if leaving is not None:
+            leaving()
         status, meta, head, body = await read_header(reader, deadlines)
         if status // 10 == 2:
             body = await read_to_eof(reader, body, max_bytes + 1, deadlines)
@@ -182,6 +186,8 @@ async def _gopher(
     try:
         peer = _peer(writer)
         writer.write(request)
+        if leaving is not None:
+            leaving()
         raw = await read_to_eof(reader, b"", max_bytes + 1, deadlines)
         truncated = len(raw) > max_bytes
         raw = raw[:max_bytes]

@@ -131,11 +131,13 @@ class Pacing:
     async def holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
         """One request at a time per host, fleet-wide, spaced from when it truly left.
 
-        Yields the callback the client calls as its connection is begun (``leaving``).  In one
-        process, ``auth``'s start is stamped then (claimed with no spacing), so the next request
-        is spaced from when this one truly left, not from when its slot was granted (the name
-        lookup and a busy event loop come in between); its one task per host sends the next
-        request only after this one's answer.
+        Yields the callback the client calls as its connection is begun and again as its request
+        is written (``leaving``).  In one process, ``auth``'s start is stamped at the first call
+        (claimed with no spacing), and the next request is spaced from the last: from when this
+        one's request truly left, not from when its slot was granted nor from when its
+        connection was begun (the name lookup, the handshake and a busy event loop come in
+        between, and a server sees the request when its bytes come); its one task per host
+        sends the next request only after this one's answer.
 
         On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
         other worker's claim succeeds while it is there.  It is renewed while the request runs
@@ -156,12 +158,15 @@ class Pacing:
         left: list[float] = []
 
         def leaving() -> None:
-            if asked is not None and (ago := time.monotonic() - asked) >= self.keeps:
-                raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
-            left.append(time.monotonic())
+            now = time.monotonic()
+            if not left:  # the connection is begun: the turn must still be ours, and is stamped
+                if asked is not None and (ago := now - asked) >= self.keeps:
+                    raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
+                if token is None:
+                    stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
+            left.append(now)  # again as the request is written: the next is spaced from the last
             if token is None:
-                self.left[auth] = left[-1]
-                stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
+                self.left[auth] = now
 
         try:
             yield leaving
