@@ -159,14 +159,13 @@ class Pacing:
 
         def leaving() -> None:
             now = time.monotonic()
-            if not left:  # the connection is begun: the turn must still be ours, and is stamped
-                if asked is not None and (ago := now - asked) >= self.keeps:
-                    raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
-                if token is None:
-                    stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
-            left.append(now)  # again as the request is written: the next is spaced from the last
+            if asked is not None and (ago := now - asked) >= self.keeps:  # each attempt, and the write
+                raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
             if token is None:
-                self.left[auth] = now
+                if not left:  # the connection is begun: stamped in the store once
+                    stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
+                self.left[auth] = now  # and here at each call: the next is spaced from the last
+            left.append(now)
 
         try:
             yield leaving
