@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from manners.cache import claim_margin
 from manners.crawl.inflight import DISCOVERY, rank
-from space_checks import Crawl, plan
+from space_checks import Crawl, _linked, plan
 from space_model import FACTOR, Space, build, children
 
 Rule = Callable[[int, int, int, float], tuple[int, float]]  # (pages asked, queued, left, spacing) -> rank
@@ -80,18 +80,8 @@ def planned_sites(space: Space, crawl: Crawl) -> tuple[list[Site], float]:
         allowed = {i for p in hp.pages if (i := space.page_of(host, p)) is not None}
         links: dict[int, list[int]] = {}
         for i in allowed:
-            out = []
-            for url in space.links(host, i):
-                name, _, path = url.split("://", 1)[1].partition("/")
-                if name != host.name:
-                    continue
-                path = "/" + path
-                if host.scheme == "gopher":
-                    path = path[2:] or "/"
-                j = space.page_of(host, path)
-                if j is not None and j in allowed and j != i:
-                    out.append(j)
-            links[i] = out
+            linked = _linked(space, space.links(host, i), set())
+            links[i] = [j for other, j, _ in linked if other is host and j in allowed and j != i]
         reached, todo = {0}, [0]
         while todo:
             for j in links.get(todo.pop(), ()):
