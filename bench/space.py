@@ -545,7 +545,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="S",
         help="also run the single process SIGKILLed S seconds in and resumed (makespan from the first start)",
     )
+    p.add_argument(
+        "--killed-only",
+        action="store_true",
+        help="with --kill-at: the killed and resumed run only, not the uninterrupted one before it",
+    )
     args = p.parse_args(argv)
+    if args.killed_only and args.kill_at is None:
+        p.error("--killed-only needs --kill-at S")
     if args.hosts is None:
         args.hosts = 400 if args.small else 4000
     if args.holes is None:
@@ -600,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         rate = (
             0.0 if args.no_bare else bare(args, the_plan, certs, args.out, min(workers, os.cpu_count() or 1))
         )
-        kills = [None] if workers > 1 or args.kill_at is None else [None, args.kill_at]
+        kills: list[float | None] = [None]
+        if workers == 1 and args.kill_at is not None:
+            kills = [args.kill_at] if args.killed_only else [None, args.kill_at]
         for kill_at in kills:
             result = run_crawl(args, the_plan, crawl, certs, args.out, workers, kill_at)
             fig = figures(the_plan, result, rate)

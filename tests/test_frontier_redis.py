@@ -549,6 +549,22 @@ def test_request_slots_are_shared_between_workers(fleet: Callable[[], RedisFront
     with_frontiers(test, fleet, workers=2)
 
 
+def test_a_worker_with_more_calls_at_once_than_redis_pys_default_pool_makes_them_all(
+    fleet: Callable[[], RedisFrontier],
+) -> None:
+    """A worker of a few hundred tasks (a space of thousands of hosts) has more frontier calls
+    open at once than redis-py's default pool allows (100): the call past it was refused ("Too
+    many connections") and the worker took Redis for down.  Every one of 400 calls at once is
+    answered, and a worker's connections stay bounded."""
+
+    async def test(f: RedisFrontier) -> None:
+        await f.set_meta("k", "v")
+        assert await asyncio.gather(*(f.get_meta("k") for _ in range(400))) == ["v"] * 400
+        assert await f.claim(A, 0.0) == 0  # and a script, after them
+
+    with_frontiers(test, fleet)
+
+
 def test_a_worker_holding_a_host_lets_go_when_told_though_redis_py_loses_cancellations(
     fleet: Callable[[], RedisFrontier],
 ) -> None:

@@ -88,6 +88,21 @@ def test_one_fetch_per_authority_among_concurrent_callers(web: list[Site], cache
     assert site.robots_fetches() == before + 1
 
 
+def test_a_store_answers_more_calls_at_once_than_redis_pys_default_pool(cache: str) -> None:
+    """redis-py's default pool refuses a call past 100 at once ("Too many connections"), which a
+    Robot shared by a few hundred tasks meets; every store answers 400 calls at once."""
+    from manners.cache import open_store
+
+    async def go() -> list[Entry | None]:
+        store = open_store(cache)
+        try:
+            return await asyncio.gather(*(store.get(f"https://h{n}.example") for n in range(400)))
+        finally:
+            await store.close()
+
+    assert run(go()) == [None] * 400
+
+
 def test_spacing_follows_crawl_delay_and_request_rate(web: list[Site], cache: str) -> None:
     async def go() -> tuple[list[float], float, float, float]:
         async with manners.Robot("mybot", cache=cache, min_delay=0.1) as robot:

@@ -18,6 +18,24 @@ from .errors import CacheError
 
 T = TypeVar("T")
 PREFIX = "manners:"
+# Connections one asyncio client keeps to a Redis at most.  redis-py's default pool refuses a
+# call past 100 at once ("Too many connections"): a crawl worker of a few hundred tasks (a space
+# of thousands of hosts) reached that in its first seconds and took it for Redis being down.
+# Redis runs one command at a time, so more connections would not make calls faster.
+POOL = 64
+
+
+def pooled_client(url: str, timeout: float, **options: Any) -> Any:
+    """An asyncio client of ``url`` whose call, finding every connection in use, waits for one
+    (``timeout`` seconds at most, then a connection error) instead of failing at once.
+    ``options``: the connections' own (deadlines, retries, decoding)."""
+    import redis.asyncio
+
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=POOL, timeout=timeout, **options
+    )
+    return redis.asyncio.Redis.from_pool(pool)
+
 
 # The server's clock, in seconds: a script that writes after reading it is replicated by
 # its effects (Redis 5 and later), so replicas and the AOF agree.
@@ -54,16 +72,13 @@ return 0
 
 class RedisStore:
     def __init__(self, url: str, timeout: float = 5.0) -> None:
-        try:
-            import redis.asyncio
-        except ImportError:
-            raise CacheError("a redis:// cache needs redis-py: pip install 'manners[redis]'") from None
-
         self.location = url
         try:
-            self._redis: Any = redis.asyncio.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
+            self._redis: Any = pooled_client(
+                url, timeout, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False
             )
+        except ImportError:
+            raise CacheError("a redis:// cache needs redis-py: pip install 'manners[redis]'") from None
         except ValueError as exc:
             raise ValueError(f"bad Redis URL {url!r}: {exc}") from None
         self._book = self._redis.register_script(BOOK)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..cache.redis import pooled_client
 from ..terminal import safe
 from .frontier_errors import FrontierError
 
@@ -82,12 +83,20 @@ def connect(url: str, timeout: float) -> tuple[str, bool, Any, Any]:
                 " or the server's TLS port"
             ) from None
         raise
+    retry = redis.asyncio.retry.Retry(never, 0)
     try:
-        aio = aio_client.from_url(plain, retry=redis.asyncio.retry.Retry(never, 0), **moved, **options)
+        if cluster:  # its pools cannot wait for a connection: one per node above a worker's calls at once
+            aio = aio_client.from_url(plain, retry=retry, max_connections=CLUSTER_POOL, **moved, **options)
+        else:  # a call finding every connection in use waits for one, within its deadline
+            aio = pooled_client(plain, timeout, retry=retry, **options)
     except ValueError as exc:
         raise FrontierError(f"bad Redis frontier URL {where}: {exc}.") from None
     return where, cluster, aio, sync
 
+
+# Connections a cluster client keeps to each node at most (redis-py's default, 100, refuses the
+# call past it at once, and a cluster's pools cannot be made to wait).
+CLUSTER_POOL = 1024
 
 # Run once at the start: a user refused EVALSHA or SCRIPT is told before the crawl begins.  It
 # names a key (hashed to some slot), so a cluster runs it on one node; it changes nothing.
