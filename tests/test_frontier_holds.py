@@ -177,6 +177,35 @@ def test_a_turn_kept_past_half_its_lease_is_taken_again_never_sent(opener: Opene
     with_frontiers(test, opener)
 
 
+def test_a_turn_whose_hold_is_gone_when_its_request_is_to_leave_sends_nothing(
+    opener: Opener, tmp_path: Path
+) -> None:
+    """A turn's hold gone before its request leaves (here let go, and another worker's claim
+    granted since) must not send: a fleet of four at 4,400 hosts sent five pairs of requests to
+    one host milliseconds apart, the first one's hold never found again at its release.  The
+    hold is checked, and renewed, as the request is about to begin."""
+
+    async def test(f: Frontier, g: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        await pacing.turn(A, SPACING)
+        assert await f.release_hold(A, pacing.handed[A], 0.0)
+        assert await g.claim(A, 0.0, None, ("other", 30.0)) == 0  # the other worker has the host
+        sent = []
+        with pytest.raises(LeaseLost, match="gone before"):
+            async with pacing.holding(A, SPACING) as leaving:
+                leaving()
+                sent.append(A)
+        assert not sent
+        assert await g.release_hold(A, "other", SPACING)  # the other's hold untouched
+        await pacing.turn(A, SPACING)  # taken again: sent
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()
+            sent.append(A)
+        assert sent == [A]
+
+    with_frontiers(test, opener, workers=2)
+
+
 class AnsweredLate:
     """A frontier whose claims' answers are read ``late`` seconds after they were given, as by a
     process stopped with the answer in its socket."""

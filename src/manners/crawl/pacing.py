@@ -149,10 +149,17 @@ class Pacing:
         loop busy between claim and send) is no closer to the next.  A worker that dies leaves a
         hold that expires on its own.
 
-        A turn no longer ``fresh`` as the connection is begun (the process stopped between its
-        claim and its request) sends nothing: ``LeaseLost``, and its work is dropped."""
+        Before the request is begun the hold is renewed, which is also a check that it is still
+        this turn's: a request whose hold is gone (a fleet of four at 4,400 hosts sent five pairs
+        of requests to one host a few milliseconds apart, the first one's hold never found
+        again) sends nothing.  A turn no longer ``fresh`` as the connection is begun (the process
+        stopped between its claim and its request) sends nothing either.  Both: ``LeaseLost``,
+        and its work is dropped."""
         token = self.handed.pop(auth, None)
         asked = self.granted.pop(auth, None)
+        if token is not None and not await self.frontier.renew_hold(auth, token, self.hold_for):
+            log.warning("the hold on %s was not held when its request was to leave: not sent", auth)
+            raise LeaseLost(f"its hold on {auth} was gone before its request could be sent")
         renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
         left: list[float] = []
