@@ -227,23 +227,28 @@ def test_fault_servers_do_not_stall_the_crawl(tmp_path: Path) -> None:
 
 def test_the_client_stamps_a_request_again_once_its_bytes_are_written(tmp_path: Path) -> None:
     """The crawler spaces a host's next request from the last ``leaving`` call: the first is as the
-    connection is begun (the turn's fence), the last once the request is written, so a request
-    whose bytes a busy loop sent late is not followed by one closer than the spacing to them."""
+    connection is begun (the turn's fence), the last once the request is written (said so: it
+    must not refuse what is already sent), so a request whose bytes a busy loop sent late is not
+    followed by one closer than the spacing to them."""
     with sn.running(tmp_path / "site") as run:
 
-        async def stamps(url: str) -> tuple[list[float], float, float]:
-            calls: list[float] = []
+        async def stamps(url: str) -> tuple[list[tuple[float, bool]], float, float]:
+            calls: list[tuple[float, bool]] = []
+
+            def leaving(written: bool = False) -> None:
+                calls.append((time.monotonic(), written))
+
             before = time.monotonic()
             if url.startswith("gemini:"):
                 r = await gemini_get(url, timeout=5, max_bytes=1 << 20, known_hosts={},
-                                     leaving=lambda: calls.append(time.monotonic()))  # fmt: skip
+                                     leaving=leaving)  # fmt: skip
             else:
                 r = await gopher_get(url, timeout=5, max_bytes=1 << 20,
-                                     leaving=lambda: calls.append(time.monotonic()))  # fmt: skip
+                                     leaving=leaving)  # fmt: skip
             assert r.error is None and r.raw
             return calls, before, time.monotonic()
 
         for url in (run.site.gemini_url, run.site.gophernicus_url):
             calls, before, after = asyncio.run(stamps(url))
-            assert len(calls) == 2, url  # the connection begun, the request written
-            assert before <= calls[0] < calls[1] <= after
+            assert [written for _, written in calls] == [False, True], url  # begun, then written
+            assert before <= calls[0][0] < calls[1][0] <= after

@@ -206,6 +206,27 @@ def test_a_turn_whose_hold_is_gone_when_its_request_is_to_leave_sends_nothing(
     with_frontiers(test, opener, workers=2)
 
 
+def test_a_turn_gone_stale_once_its_request_is_written_is_not_broken_off(
+    opener: Opener, tmp_path: Path
+) -> None:
+    """The last ``leaving`` call comes once the request is written: its bytes are gone, and a
+    refusal there (a turn kept past ``fresh`` while its connection was made) broke the request
+    off after the server had it, and its page was asked again (4 workers at 4,400 hosts: 11
+    pages).  Only the calls before the connection may refuse."""
+
+    async def test(f: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=0.4, timeout=5.0)
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()  # the connection begun, the turn fresh
+            await asyncio.sleep(0.25)  # past half the lease while it is made
+            leaving(written=True)  # no LeaseLost: what is written is sent
+            with pytest.raises(LeaseLost, match="before it could be sent"):
+                leaving()  # a further connection attempt would be refused
+
+    with_frontiers(test, opener)
+
+
 class AnsweredLate:
     """A frontier whose claims' answers are read ``late`` seconds after they were given, as by a
     process stopped with the answer in its socket."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..fetch.gemini import read_header, tls_context
 from ..fetch.locations import split_authority
@@ -18,6 +19,16 @@ from ..fetch.net import Deadlines, NetworkError, close, connect, read_to_eof
 from .urls import gopher_ref
 
 MAX_REQUEST = 1024  # bytes of a Gemini request's URL (spec v0.16.1 §2), and of a Gopher selector
+
+
+class Leaving(Protocol):
+    """Told as a request leaves: as each connection attempt begins, and once the request is
+    written (``written``).  The first calls may refuse the request by raising (its turn is no
+    longer good), and nothing is sent; the last comes after the bytes are gone, so it only
+    stamps the time and must not refuse: a request it broke off would have been asked all the
+    same, and asked again later."""
+
+    def __call__(self, written: bool = False) -> object: ...
 
 
 def request_problem(line: bytes, *, search_allowed: bool = False) -> str | None:
@@ -68,7 +79,7 @@ async def gemini_get(
     timeout: float,
     max_bytes: int,
     known_hosts: MutableMapping[str, str],
-    leaving: Callable[[], object] | None = None,
+    leaving: Leaving | None = None,
 ) -> Response:
     """Request ``url`` (absolute, at most 1024 bytes) over TLS with SNI.
 
@@ -112,7 +123,7 @@ async def _gemini(
     max_bytes: int,
     known_hosts: MutableMapping[str, str],
     state: dict[str, str],
-    leaving: Callable[[], object] | None = None,
+    leaving: Leaving | None = None,
 ) -> Response:
     reader, writer = await connect(host, port, deadlines, tls_context(), leaving)
     try:
@@ -127,7 +138,7 @@ async def _gemini(
         changed = before is not None and before != fingerprint
         writer.write(request)
         if leaving is not None:
-            leaving()
+            leaving(written=True)
         status, meta, head, body = await read_header(reader, deadlines)
         if status // 10 == 2:
             body = await read_to_eof(reader, body, max_bytes + 1, deadlines)
@@ -147,9 +158,7 @@ def _peer(writer: asyncio.StreamWriter) -> str | None:
     return str(name[0]) if isinstance(name, tuple) and name else None
 
 
-async def gopher_get(
-    url: str, *, timeout: float, max_bytes: int, leaving: Callable[[], object] | None = None
-) -> Response:
+async def gopher_get(url: str, *, timeout: float, max_bytes: int, leaving: Leaving | None = None) -> Response:
     """Send the URL's selector (and ``TAB`` search part) and CRLF; read to EOF, at most max_bytes.
     ``leaving``: as for ``gemini_get``."""
     try:
@@ -180,14 +189,14 @@ async def _gopher(
     port: int,
     deadlines: Deadlines,
     max_bytes: int,
-    leaving: Callable[[], object] | None = None,
+    leaving: Leaving | None = None,
 ) -> Response:
     reader, writer = await connect(host, port, deadlines, leaving=leaving)
     try:
         peer = _peer(writer)
         writer.write(request)
         if leaving is not None:
-            leaving()
+            leaving(written=True)
         raw = await read_to_eof(reader, b"", max_bytes + 1, deadlines)
         truncated = len(raw) > max_bytes
         raw = raw[:max_bytes]

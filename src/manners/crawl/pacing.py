@@ -14,13 +14,14 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from ..cache import LeaseLost, claim_margin, take_slot
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
 from . import urls
+from .client import Leaving
 from .frontier import Frontier, FrontierError, Lease
 from .records import Ledger
 from .tasks import cancelled
@@ -128,7 +129,7 @@ class Pacing:
         return until, token, asked
 
     @contextlib.asynccontextmanager
-    async def holding(self, auth: str, spacing: float) -> AsyncIterator[Callable[[], None]]:
+    async def holding(self, auth: str, spacing: float) -> AsyncIterator[Leaving]:
         """One request at a time per host, fleet-wide, spaced from when it truly left.
 
         Yields the callback the client calls as its connection is begun and again as its request
@@ -154,7 +155,9 @@ class Pacing:
         of requests to one host a few milliseconds apart, the first one's hold never found
         again) sends nothing.  A turn no longer ``fresh`` as the connection is begun (the process
         stopped between its claim and its request) sends nothing either.  Both: ``LeaseLost``,
-        and its work is dropped."""
+        and its work is dropped.  The call once the request is written refuses nothing: its
+        bytes are gone (a refusal there broke off requests the server had already been asked,
+        and their pages were asked again)."""
         token = self.handed.pop(auth, None)
         asked = self.granted.pop(auth, None)
         if token is not None and not await self.frontier.renew_hold(auth, token, self.hold_for):
@@ -164,9 +167,9 @@ class Pacing:
         stamps: list[asyncio.Future[float]] = []
         left: list[float] = []
 
-        def leaving() -> None:
+        def leaving(written: bool = False) -> None:
             now = time.monotonic()
-            if asked is not None and (ago := now - asked) >= self.keeps:  # each attempt, and the write
+            if not written and asked is not None and (ago := now - asked) >= self.keeps:  # each attempt
                 raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
             if token is None:
                 if not left:  # the connection is begun: stamped in the store once
