@@ -293,7 +293,9 @@ def check(
     asked before it and again after it is allowed once more if its last request before the kill
     began within ``IN_FLIGHT_AT_KILL`` seconds of it (the crawl's timeout and then some: it was in
     flight, or its settling not yet committed); robots.txt is judged on each side of the kill
-    apart (a resumed crawl reads it again: the robot cache of the bench's crawl is in memory)."""
+    apart (a resumed crawl reads it again: the robot cache of the bench's crawl is in memory),
+    and so is the spacing: until the resumed crawl has read a host's robots.txt again it knows
+    only --min-delay (a Gopher hole's two robots.txt selectors, asked that far apart)."""
     v = Verdict(requests=len(requests))
     by_host: dict[str, list[Request]] = defaultdict(list)
     for r in requests:
@@ -331,6 +333,8 @@ def check(
                 v.overlaps.append((name, round(a.ended - b.accepted, 4)))
         known = False
         for a, b in itertools.pairwise(got):
+            if killed is not None and a.accepted < killed <= b.accepted:
+                known = False  # resumed, the crawl reads robots.txt again: until then --min-delay
             known = known or (a.path in ROBOTS_PATHS and a.status in ("20", "51", "0"))
             due = hp.spacing if known and hp.spacing > 0 else plan.crawl.min_delay
             gap = b.accepted - a.accepted

@@ -150,6 +150,12 @@ def test_across_a_kill_only_a_page_in_flight_may_be_asked_again_and_robots_txt_i
     assert v.robots_again == [] and v.again_after_kill == []
     read_twice_after = [*again, req(6.05, "/robots.txt")]
     assert check(p, read_twice_after, killed=5.0).robots_again == [("a.test", 2, 1)]
+    # resumed, the crawl knows a host's spacing (0.1 s here) only once it has read robots.txt
+    # again: until then --min-delay (0.02 s), across the kill as after it
+    resumed = [r if r.path != "/pub/6.gmi" else req(4.97, "/pub/6.gmi") for r in base]
+    resumed += [req(5.0, "/robots.txt")]
+    assert check(p, resumed, killed=4.99).short == []
+    assert check(p, [*resumed, req(5.08, "/pub/5.gmi")], killed=4.99).short == [("a.test", 0.08, 0.1)]
 
 
 def test_a_server_stamps_a_connection_when_its_bytes_came_not_when_it_got_round_to_it(tmp_path: Path) -> None:
