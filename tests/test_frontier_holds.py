@@ -18,7 +18,7 @@ from manners.crawl.frontier import Frontier, open_frontier
 from manners.crawl.pacing import Pacing
 from manners.crawl.records import Ledger
 from manners.crawl.redis_frontier import open_redis_frontier
-from test_frontier_redis import A, Opener, redis_url, with_frontiers
+from test_frontier_redis import A, B, Opener, redis_url, with_frontiers
 
 SPACING = 0.2
 CLOCK = 0.002  # seconds of clock granularity between the test's clock and the frontier's
@@ -225,6 +225,30 @@ def test_a_turn_gone_stale_once_its_request_is_written_is_not_broken_off(
                 leaving()  # a further connection attempt would be refused
 
     with_frontiers(test, opener)
+
+
+def test_one_process_resumed_waits_out_a_request_its_last_run_may_have_left_in_flight(tmp_path: Path) -> None:
+    """A run killed mid-request leaves the server answering it (a slow one for seconds: the space
+    bench's resumed crawl asked a slow hole again while its server still answered the killed
+    run's request).  The next run's first turn at that host waits for the request's deadline
+    after the last start the frontier kept; a host with no start, or after the first turn, as
+    usual."""
+
+    async def test(f: Frontier) -> None:
+        assert await f.claim(A, 0.0) == 0  # the killed run's last request to A began now
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=False, lease=30.0, timeout=0.6)
+        began = time.monotonic()
+        await pacing.turn(B, SPACING)  # never asked: at once
+        assert time.monotonic() - began < SPACING
+        await pacing.turn(A, SPACING)
+        assert time.monotonic() - began >= 0.6 - CLOCK
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()
+            left = time.monotonic()
+        await pacing.turn(A, SPACING)  # the next: its spacing after this run's own
+        assert SPACING - CLOCK <= time.monotonic() - left < 0.6
+
+    with_frontiers(test, lambda: open_frontier(tmp_path / "frontier.sqlite3"))
 
 
 class AnsweredLate:
