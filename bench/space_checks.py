@@ -149,7 +149,7 @@ def plan(space: Space, crawl: Crawl) -> Plan:
                 hp.trap += 1
                 if depth < crawl.max_depth:
                     n = int(path[len(TRAP_PATH) :])
-                    nxt.extend(_linked(space, space.trap_links(host, n), seen))
+                    nxt.extend(linked(space, space.trap_links(host, n), seen))
                 continue
             target = space.redirect(host, i)
             wait = space.slow_down(host, i)
@@ -157,17 +157,20 @@ def plan(space: Space, crawl: Crawl) -> Plan:
             if wait is not None:
                 hp.waits += wait
             if target is not None:
-                nxt_same = _linked(space, [target], seen)
+                nxt_same = linked(space, [target], seen)
                 level.extend(nxt_same)  # a redirect is no step deeper
                 continue
             if depth < crawl.max_depth:
-                nxt.extend(_linked(space, space.links(host, i), seen))
+                nxt.extend(linked(space, space.links(host, i), seen))
         level = nxt
         depth += 1
     return Plan(space, crawl, plans)
 
 
-def _linked(space: Space, urls: Iterable[str], seen: set[str]) -> list[tuple[Host, int, str]]:
+def linked(space: Space, urls: Iterable[str], seen: set[str]) -> list[tuple[Host, int, str]]:
+    """The pages of the space ``urls`` name, as (host, page, URL; a trap's page -1), each URL
+    not in ``seen`` once (added to it): the plan's walk and the schedule model read a page's
+    links the same way."""
     out = []
     for url in urls:
         if url in seen:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from manners.cache import claim_margin
 from manners.crawl.inflight import DISCOVERY, rank
-from space_checks import Crawl, _linked, plan
+from space_checks import Crawl, linked, plan
 from space_model import FACTOR, Space, build, children
 
 Rule = Callable[[int, int, int, float], tuple[int, float]]  # (pages asked, queued, left, spacing) -> rank
@@ -80,8 +80,8 @@ def planned_sites(space: Space, crawl: Crawl) -> tuple[list[Site], float]:
         allowed = {i for p in hp.pages if (i := space.page_of(host, p)) is not None}
         links: dict[int, list[int]] = {}
         for i in allowed:
-            linked = _linked(space, space.links(host, i), set())
-            links[i] = [j for other, j, _ in linked if other is host and j in allowed and j != i]
+            found = linked(space, space.links(host, i), set())
+            links[i] = [j for other, j, _ in found if other is host and j in allowed and j != i]
         reached, todo = {0}, [0]
         while todo:
             for j in links.get(todo.pop(), ()):

@@ -555,7 +555,7 @@ def test_a_worker_with_more_calls_at_once_than_redis_pys_default_pool_makes_them
     """A worker of a few hundred tasks (a space of thousands of hosts) has more frontier calls
     open at once than redis-py's default pool allows (100): the call past it was refused ("Too
     many connections") and the worker took Redis for down.  Every one of 400 calls at once is
-    answered, and a worker's connections stay bounded."""
+    answered."""
 
     async def test(f: RedisFrontier) -> None:
         await f.set_meta("k", "v")
