@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator
 log = logging.getLogger("manners.crawl")
 
 HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
-FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: hosts at once per request in flight, so the others get some
+FLEET_HOSTS_PER_REQUEST = 64  # a fleet's worker: hosts at once per request in flight, so the others get some
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first

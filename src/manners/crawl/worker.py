@@ -161,6 +161,7 @@ class Worker:
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
         active = self._active
+        room = hosts_at_once(self.concurrency, self.shared)
         upkeep = [
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
@@ -178,7 +179,7 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                free = hosts_at_once(self.concurrency, self.shared) - len(active)
+                free = room - len(active)
                 if free > 0:
                     ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
                     for auth in ready:
@@ -187,8 +188,11 @@ class Worker:
                         task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
                 # looked at again when the next host not at work is due (a parked one's retry
-                # comes at its slot), when a worker ends, or when links are queued
-                at = await self.frontier.next_ready_at(set(active) | self._full)
+                # comes at its slot), when a worker ends, or when links are queued; with no host
+                # free to start, when the next is due matters not (and each asking walks the
+                # hosts at work: on a fleet, a list of them from Redis)
+                busy = set(active) | self._full
+                at = None if len(active) >= room else await self.frontier.next_ready_at(busy)
                 if not active and (at is None or (at > now + self.max_delay and not self.revisit)):
                     await self._refresh_counts()
                     if not self.stats.in_flight:
