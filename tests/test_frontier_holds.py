@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -152,6 +153,61 @@ def test_a_robots_txt_refresh_beside_a_page_turn_waits_for_its_hold(opener: Open
         assert token is not None and await f.release_hold(A, token, SPACING)
 
     with_frontiers(test, opener)
+
+
+class SlowRelease:
+    """A frontier whose hold releases wait for ``go``: a Redis round trip as slow as need be."""
+
+    def __init__(self, inner: Frontier) -> None:
+        self.inner, self.go = inner, asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def release_hold(self, *args: Any) -> bool:
+        await self.go.wait()
+        return bool(await self.inner.release_hold(*args))
+
+
+def test_a_requests_place_is_handed_on_before_its_hold_is_let_go(opener: Opener, tmp_path: Path) -> None:
+    """A fleet's request holds one of ``--concurrency``'s places until its answer is handled, not
+    until its hold's release has reached the frontier: on two cores a fleet of two spent more
+    time on Redis round trips inside its places than on the requests, its CPU half idle.  The
+    release runs beside what follows; the worker's next turn at that host waits for it, and
+    ``close`` for the last one, so no hold is left to expire while the others wait."""
+
+    async def test(f: Frontier, g: Frontier) -> None:
+        slow = SlowRelease(f)
+        pacing = Pacing(cast(Frontier, slow), Ledger(tmp_path / "requests.jsonl", "w"), shared=True,
+                        lease=30.0, timeout=5.0)  # fmt: skip
+
+        async def request(auth: str) -> None:
+            async with pacing.holding(auth, SPACING) as leaving:
+                leaving()
+                leaving(written=True)
+
+        await pacing.turn(A, SPACING)
+        await asyncio.wait_for(request(A), 5 * SPACING)  # not held up by its release
+        # out of the request with its release still on the way: the host is held meanwhile
+        assert await g.claim(A, 0.0, None, ("other", 30.0)) > 0
+        again = asyncio.ensure_future(pacing.turn(A, SPACING))
+        await asyncio.sleep(2 * SPACING)
+        assert not again.done()  # this worker's next turn at A waits for the release
+        slow.go.set()
+        await asyncio.wait_for(again, 5 * SPACING)
+        slow.go.clear()
+        await asyncio.wait_for(request(A), 5 * SPACING)
+        await pacing.turn(B, SPACING)
+        await asyncio.wait_for(request(B), 5 * SPACING)
+        closing = asyncio.ensure_future(pacing.close())
+        await asyncio.sleep(SPACING)
+        assert not closing.done()  # the last releases, awaited
+        slow.go.set()
+        await asyncio.wait_for(closing, 5 * SPACING)
+        assert await g.claim(A, 0.0, None, ("other", 30.0)) == 0  # both let go
+        assert await g.claim(B, 0.0, None, ("other", 30.0)) == 0
+
+    with_frontiers(test, opener, workers=2)
 
 
 def test_a_turn_kept_past_half_its_lease_is_taken_again_never_sent(opener: Opener, tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ class Pacing:
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
         self.began: set[str] = set()  # one process: the authorities it has had a turn at
+        self.releasing: dict[str, asyncio.Task[None]] = {}  # a fleet: authority -> its hold being let go
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -82,6 +83,8 @@ class Pacing:
         and which releases it).  A robots.txt fetch of the same host by this worker (the robot's
         refresh, running beside the host's page task) takes turns of its own and never touches
         the hold a page's turn handed on: it waits for it as another worker's would."""
+        if (releasing := self.releasing.pop(auth, None)) is not None:  # this host's last request's
+            await releasing
         stale = self.handed.pop(auth, None)
         self.granted.pop(auth, None)
         if stale is not None:  # this host's last page turn, whose request never began: let go at once
@@ -159,8 +162,11 @@ class Pacing:
         measured here) and its next slot, on the frontier's clock: the next request, by any
         worker, leaves ``spacing`` after this one left and not before it is done with, by then a
         44 is in the frontier for it to see, and a request that left late (its worker's event
-        loop busy between claim and send) is no closer to the next.  A worker that dies leaves a
-        hold that expires on its own.
+        loop busy between claim and send) is no closer to the next.  The release runs beside
+        what follows the request (its page settled, its place among ``--concurrency`` handed on:
+        a round trip to Redis the place need not wait for); this worker's next turn at ``auth``
+        waits for it, and ``close`` for the last.  A worker that dies leaves a hold that expires
+        on its own.
 
         Before the request is begun the hold is renewed, which is also a check that it is still
         this turn's: a request whose hold is gone (a fleet of four at 4,400 hosts sent five pairs
@@ -196,8 +202,20 @@ class Pacing:
                 await cancelled(renewer)
             if stamps:
                 await asyncio.wait(stamps)  # its failure is the next call's to meet
-            if token is not None:
-                await self._release(auth, token, spacing, time.monotonic() - left[-1] if left else 0.0)
+            if token is not None:  # let go beside what follows: the next turn here waits for it
+                ago = time.monotonic() - left[-1] if left else 0.0
+                self.releasing[auth] = asyncio.ensure_future(self._release(auth, token, spacing, ago))
+
+    async def close(self) -> None:
+        """The holds still being let go, let go: a worker that stops before its release reaches
+        the frontier leaves the host held for a request's deadline, every other worker waiting."""
+        releasing = list(self.releasing.values())
+        self.releasing.clear()
+        if releasing:
+            await asyncio.wait(releasing)
+            for task in releasing:  # a failure here has no next call to meet it: said, then dropped
+                if not task.cancelled() and (exc := task.exception()) is not None:
+                    log.debug("a hold was not released: %s", exc)
 
     def _renewing(self, auth: str, token: str) -> asyncio.Task[None]:
         """The hold ``token`` has on ``auth`` renewed every third of its seconds, until cancelled."""

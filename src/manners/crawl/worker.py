@@ -218,6 +218,7 @@ class Worker:
                     await self._drain(active, None)
             finally:  # the leases are renewed until the last fetch has ended
                 await cancelled(*upkeep)
+                await self.pacing.close()
                 for page in list(self._unconfirmed.values()):
                     self._unsettled(page, "the worker stopped before the frontier confirmed its settling")
             with contextlib.suppress(CrawlLost):
@@ -502,8 +503,9 @@ class Worker:
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
                        honoured: float | None, late: bool) -> bool:  # fmt: skip
         """Send the request its turn came for, and do what its answer comes to.  ``late``: it
-        waited after its slot was claimed, so its start is stamped again once it is on record:
-        the next request is spaced from the ledger's line too, even if no connection is made."""
+        waited after its slot was claimed, so in one process its start is stamped again once it
+        is on record: the next request is spaced from the ledger's line too, even if no
+        connection is made (on a fleet the hold's release stamps it, no sooner)."""
         url = lease.url
         self.stats.requests += 1
         self._sent[auth] = self._sent.get(auth, 0) + 1
@@ -512,7 +514,7 @@ class Worker:
             visiting.started = time.time()
         what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
-        if late:
+        if late and not self.shared:
             await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self.pacing.holding(auth, spacing) as leaving:
