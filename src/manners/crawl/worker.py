@@ -1,7 +1,7 @@
 """One worker's run: the dispatcher, one task per authority, and the upkeep of its leases.
 
 The dispatcher asks the frontier for ready authorities, the biggest first, and works every one
-of them at once (``inflight.hosts_at_once``), each by one task that leases its URLs one by one,
+of them at once (``inflight.HOSTS_AT_ONCE``), each by one task that leases its URLs one by one,
 asks the robot, waits its turn (``pacing``), fetches, and settles the URL; ``concurrency``
 counts the requests on the wire, not the hosts waiting for their turn (``inflight``), so no
 host with work waits past its slot behind another's delay.  The dispatcher looks again when a
@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import Gate, fit_descriptors, hosts_at_once, rank
+from .inflight import HOSTS_AT_ONCE, Gate, fit_descriptors, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -62,6 +62,9 @@ GAVE_UP_META = "gave-up:"  # frontier meta: a host a fleet's worker gave up (JSO
 GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
 HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
+# a fleet's worker: each look lists from Redis the ready hosts, those at work here among them (it
+# works every host that has work, as one process does, and so shares them with the others)
+LOOK_EVERY_SHARED = 0.25
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 _Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether to look again
@@ -161,7 +164,7 @@ class Worker:
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
         active = self._active
-        room = hosts_at_once(self.concurrency, self.shared)
+        room, look_every = HOSTS_AT_ONCE, LOOK_EVERY_SHARED if self.shared else LOOK_EVERY
         upkeep = [
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
@@ -198,13 +201,13 @@ class Worker:
                     if not self.stats.in_flight:
                         break  # nothing left but hosts parked for longer than max_delay
                     at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                longest = 0.1 if active and self.shared else 0.5  # others' links, unseen here
+                longest = look_every if active and self.shared else 0.5  # others' links, unseen here
                 pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
-                if (soon := LOOK_EVERY - (time.time() - now)) > 0:  # each look walks the hosts at work
+                if (soon := look_every - (time.time() - now)) > 0:  # each look walks the hosts at work
                     await asyncio.sleep(soon)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
