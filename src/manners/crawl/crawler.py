@@ -422,9 +422,8 @@ class Crawler(Worker):
 
     async def _fetch_robots(self, location: str) -> FetchResult:
         """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
-        one of the requests in flight (``concurrency``) while it runs."""
-        async with self._gate().place():
-            return await self.pacing.fetch_robots(location, self.robot)
+        then one of the requests in flight (``concurrency``) while it runs."""
+        return await self.pacing.fetch_robots(location, self.robot, place=self._gate().place)
 
 
 def patience(lease: float) -> float:

@@ -14,7 +14,8 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 
 from ..cache import LeaseLost, claim_margin, take_slot
 from ..cache.entry import Entry
@@ -29,6 +30,9 @@ from .tasks import cancelled
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
 log = logging.getLogger("manners.crawl")
+Place = Callable[
+    [], AbstractAsyncContextManager[None]
+]  # a place among the requests in flight, held in a block
 
 
 class Pacing:
@@ -244,22 +248,44 @@ class Pacing:
         if not kept:
             log.warning("the hold on %s lapsed before its request ended", auth)
 
-    async def fetch_robots(self, location: str, robot: Robot) -> FetchResult:
+    async def fetch_robots(
+        self,
+        location: str,
+        robot: Robot,
+        place: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    ) -> FetchResult:
         """robots.txt fetched for the robot as it would fetch it, each request having its turn as a
         page has (the host's spacing as known, else --min-delay; a 44 the fleet was told; on a
         fleet, the host held while it runs) and written to the ledger before it leaves: a Gopher
         server's several selectors and a Gemini redirect's hops are each a request.  Its hosts
         are stamped once more when it has ended (on a fleet, by releasing each request's hold
         once its answer is in): the next request, often the first page, is spaced from the end
-        of this one, whatever its name lookup took before it left."""
+        of this one, whatever its name lookup took before it left.
+
+        ``place``: a place among the requests in flight (``inflight.Gate.place``), taken by each
+        request once its turn has come and handed on once its answer is in: a fetch waiting for
+        its turn (its host's spacing, another worker's request holding the host) holds none.
+        Held across those waits, robots.txt fetches took every place of a fleet's worker while
+        its page requests, their holds taken, waited for one."""
         asked: list[str] = []
         first, first_spacing = urls.authority(location), robot.delay(location)
         honoured, token, _ = await self._take(first, first_spacing)
         current: tuple[str, str, float] | None = None  # the request in flight holding its host
         renewer: asyncio.Task[None] | None = None
+        holds_place: AbstractAsyncContextManager[None] | None = None
+
+        async def enter() -> None:
+            nonlocal holds_place
+            if place is not None:
+                taking = place()
+                await taking.__aenter__()
+                holds_place = taking
 
         async def let_go() -> None:
-            nonlocal current, renewer
+            nonlocal current, renewer, holds_place
+            if holds_place is not None:
+                leaving, holds_place = holds_place, None
+                await leaving.__aexit__(None, None, None)
             if renewer is not None:
                 await cancelled(renewer)
                 renewer = None
@@ -271,8 +297,9 @@ class Pacing:
             nonlocal honoured, token, current, renewer
             auth, spacing = urls.authority(url), robot.delay(url)
             await let_go()  # the one before has had its answer
-            if asked:  # the first had its turn before the fetch's deadlines began
+            if asked:  # the first had its turn (and its place) before the fetch's deadlines began
                 honoured, token, _ = await self._take(auth, spacing)
+                await enter()
             asked.append(auth)
             self.ledger.note(url, "robots", None, spacing, honoured)
             if token is not None:
@@ -280,6 +307,7 @@ class Pacing:
                 renewer = self._renewing(auth, current[1])
 
         try:
+            await enter()
             return await fetch_robots(location, robot.agent, robot.timeout, robot.max_bytes,
                                       spacing=robot.min_delay, before=before)  # fmt: skip
         finally:
