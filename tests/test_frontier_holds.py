@@ -247,6 +247,34 @@ def test_a_robots_txt_fetch_waiting_for_its_turn_holds_no_place(opener: Opener, 
         with_frontiers(test, opener, workers=2)
 
 
+def test_a_fleet_turn_sleeps_to_its_slot_holding_nothing_then_claims_at_once(
+    opener: Opener, tmp_path: Path
+) -> None:
+    """On a fleet a page's slot is booked and slept to (``coming``) with nothing claimed, so
+    nothing held while its request then waits for a place; the claim that holds the host comes
+    with the place (``turn`` with ``booked``), at once, its slot having come.  Claimed before the
+    place, a turn held its host for as long as it waited, every other worker kept out."""
+
+    async def test(f: Frontier, g: Frontier) -> None:
+        a = Pacing(f, Ledger(tmp_path / "a.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        b = Pacing(g, Ledger(tmp_path / "b.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        await a.turn(A, SPACING)
+        async with a.holding(A, SPACING) as leaving:
+            leaving()
+            left = time.monotonic()
+            leaving(written=True)
+        await a.close()
+        await b.coming(A, SPACING)
+        assert time.monotonic() >= left + SPACING - CLOCK  # its slot: a spacing after a's left
+        assert A not in b.handed  # nothing claimed, so nothing held
+        asked = time.monotonic()
+        await b.turn(A, SPACING, booked=True)
+        assert time.monotonic() - asked < SPACING / 2  # claimed at once
+        assert A in b.handed and await f.claim(A, 0.0, None, ("other", 30.0)) > 0  # now held
+
+    with_frontiers(test, opener, workers=2)
+
+
 def test_a_turn_kept_past_half_its_lease_is_taken_again_never_sent(opener: Opener, tmp_path: Path) -> None:
     """On a fleet a turn's claim holds the host and extends the lease for seconds counted from
     the claim: a turn kept longer than half of that (a wait for a share of --concurrency, a

@@ -494,21 +494,25 @@ class Worker:
             return False
         spacing = self.robot.delay(url)  # a Request-rate's window may have opened since it was read
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
+        if self.shared:  # its slot waited for, then a place, then the claim that holds the host
+            await self.pacing.coming(auth, spacing, policy.entry)
+            self.stats.waiting.pop(auth, None)
+            async with self._gate().place(rank(self._sent.get(auth, 0), lease.queued)):
+                honoured = await self.pacing.turn(auth, spacing, policy.entry, lease, booked=True)
+                return await self._request(auth, lease, decision, spacing, honoured, late=False)
         honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
-        gate = self._gate()
+        gate = self._gate()  # one process: its claim holds nothing while it waits for a place
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
         async with gate.place(rank(self._sent.get(auth, 0), lease.queued)):  # one of ``concurrency``
-            while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
-                honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
 
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
                        honoured: float | None, late: bool) -> bool:  # fmt: skip
         """Send the request its turn came for, and do what its answer comes to.  ``late``: it
-        waited after its slot was claimed, so in one process its start is stamped again once it
-        is on record: the next request is spaced from the ledger's line too, even if no
-        connection is made (on a fleet the hold's release stamps it, no sooner)."""
+        waited after its slot was claimed (one process), so its start is stamped again once it is
+        on record: the next request is spaced from the ledger's line too, even if no connection
+        is made."""
         url = lease.url
         self.stats.requests += 1
         self._sent[auth] = self._sent.get(auth, 0) + 1
@@ -517,7 +521,7 @@ class Worker:
             visiting.started = time.time()
         what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
-        if late and not self.shared:
+        if late:
             await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self.pacing.holding(auth, spacing) as leaving:
