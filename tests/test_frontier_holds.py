@@ -215,10 +215,10 @@ def test_a_requests_place_is_handed_on_before_its_hold_is_let_go(opener: Opener,
 
 def test_a_robots_txt_fetch_waiting_for_its_turn_holds_no_place(opener: Opener, tmp_path: Path) -> None:
     """A robots.txt fetch takes a place among the requests in flight once its turn has come, not
-    before: held while it waited for another worker's request to the host, the fetches of a
-    fleet's worker took its every place while its page requests, their holds taken, waited for
-    one (a 9,492-page hole waited minutes).  Its request still leaves only once the host is let
-    go, and with a place."""
+    before: held while it waited for its host's slot, the fetches of a fleet's worker took its
+    every place while its page requests waited for one (a 9,492-page hole waited minutes).  Nor
+    does it hold its host while it waits for a place: the page requests holding the places may
+    be waiting for that host.  Its request leaves at its slot or later, with a place."""
     root = tmp_path / "gopher"
     root.mkdir()
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private\n")
@@ -226,23 +226,27 @@ def test_a_robots_txt_fetch_waiting_for_its_turn_holds_no_place(opener: Opener, 
         host = f"gopher://127.0.0.1:{port}"
 
         async def test(f: Frontier, g: Frontier) -> None:
-            pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
-            gate = Gate(1)
-            assert await g.claim(host, 0.0, None, ("other", 30.0)) == 0  # another worker's request
             async with Robot(cache="memory", min_delay=SPACING, timeout=5.0) as robot:
+                pacing = Pacing(
+                    f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0
+                )
+                gate = Gate(1)
+                assert await g.claim(host, 0.0, None, ("other", 30.0)) == 0  # another worker's request,
+                assert await g.release_hold(host, "other", 3 * SPACING)  # over: the next comes 3 spacings on
                 fetching = asyncio.ensure_future(pacing.fetch_robots(f"{host}/", robot, place=gate.place))
-                await asyncio.sleep(3 * SPACING)
-                assert not fetching.done()  # waiting for the host
+                await asyncio.sleep(SPACING)
+                assert not fetching.done()  # waiting for its slot
                 async with asyncio.timeout(SPACING):
                     async with gate.place():  # the only place is free meanwhile
                         pass
-                assert await g.release_hold(host, "other", SPACING)
-                async with gate.place():  # a page request holds the place: the fetch waits for it
-                    await asyncio.sleep(2 * SPACING)
+                async with gate.place():  # a page request holds the place past the slot: the fetch waits
+                    await asyncio.sleep(3 * SPACING)
                     assert not fetching.done()
+                    assert await g.claim(host, 0.0, None, ("probe", 30.0)) == 0  # and does not hold the host
+                    assert await g.release_hold(host, "probe", 0.0)
                 result = await asyncio.wait_for(fetching, 10.0)
-            assert result.status == "gopher-ok" and b"Disallow: /private" in result.body, result
-            assert not gate.locked()  # the place handed back
+                assert result.status == "gopher-ok" and b"Disallow: /private" in result.body, result
+                assert not gate.locked()  # the place handed back
 
         with_frontiers(test, opener, workers=2)
 

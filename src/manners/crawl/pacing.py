@@ -300,10 +300,15 @@ class Pacing:
         request once its turn has come and handed on once its answer is in: a fetch waiting for
         its turn (its host's spacing, another worker's request holding the host) holds none.
         Held across those waits, robots.txt fetches took every place of a fleet's worker while
-        its page requests, their holds taken, waited for one."""
+        its page requests, their holds taken, waited for one.  On a fleet, as a page's, the turn
+        is booked and slept to first (``coming``), then the place taken, then the claim that
+        holds the host made: a fetch holding a host while it waited for a place, and page
+        requests holding places while they waited for that host, kept each other waiting until
+        the fetch's deadline passed (a 9,492-page hole's robots.txt "unreachable")."""
         asked: list[str] = []
         first, first_spacing = urls.authority(location), robot.delay(location)
-        honoured, token, _ = await self._take(first, first_spacing)
+        honoured: float | None = None
+        token: str | None = None
         current: tuple[str, str, float] | None = None  # the request in flight holding its host
         renewer: asyncio.Task[None] | None = None
         holds_place: AbstractAsyncContextManager[None] | None = None
@@ -314,6 +319,17 @@ class Pacing:
                 taking = place()
                 await taking.__aenter__()
                 holds_place = taking
+
+        async def take(auth: str, spacing: float) -> None:
+            """A request's turn and its place, in that order but on a fleet (see above)."""
+            nonlocal honoured, token
+            if self.shared:
+                await self.coming(auth, spacing)
+                await enter()
+                honoured, token, _ = await self._take(auth, spacing, booked=True)
+            else:
+                honoured, token, _ = await self._take(auth, spacing)
+                await enter()
 
         async def let_go() -> None:
             nonlocal current, renewer, holds_place
@@ -332,8 +348,7 @@ class Pacing:
             auth, spacing = urls.authority(url), robot.delay(url)
             await let_go()  # the one before has had its answer
             if asked:  # the first had its turn (and its place) before the fetch's deadlines began
-                honoured, token, _ = await self._take(auth, spacing)
-                await enter()
+                await take(auth, spacing)
             asked.append(auth)
             self.ledger.note(url, "robots", None, spacing, honoured)
             if token is not None:
@@ -341,7 +356,7 @@ class Pacing:
                 renewer = self._renewing(auth, current[1])
 
         try:
-            await enter()
+            await take(first, first_spacing)
             return await fetch_robots(location, robot.agent, robot.timeout, robot.max_bytes,
                                       spacing=robot.min_delay, before=before)  # fmt: skip
         finally:
