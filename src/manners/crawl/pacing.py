@@ -30,9 +30,8 @@ from .tasks import cancelled
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
 log = logging.getLogger("manners.crawl")
-Place = Callable[
-    [], AbstractAsyncContextManager[None]
-]  # a place among the requests in flight, held in a block
+# a place among the requests in flight (``inflight.Gate.place``), held while a block runs
+Place = Callable[[], AbstractAsyncContextManager[None]]
 
 
 class Pacing:
@@ -286,7 +285,7 @@ class Pacing:
         self,
         location: str,
         robot: Robot,
-        place: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+        place: Place | None = None,
     ) -> FetchResult:
         """robots.txt fetched for the robot as it would fetch it, each request having its turn as a
         page has (the host's spacing as known, else --min-delay; a 44 the fleet was told; on a
