@@ -13,7 +13,7 @@ import resource
 import pytest
 
 from manners.crawl import inflight
-from manners.crawl.inflight import SPARE_FILES, fit_descriptors
+from manners.crawl.inflight import SPARE_FILES, fit_descriptors, hosts_at_once
 
 
 class Limits:
@@ -69,12 +69,9 @@ def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytes
     assert "--concurrency 1000 needs" in caplog.text
 
 
-def test_a_worker_works_every_host_of_the_small_net_at_once_alone_or_on_a_fleet() -> None:
-    """A fleet's worker capped at 8 hosts per request in flight (128 at --concurrency 16) left the
-    hosts named last waiting minutes for a place (a hole of 9,492 pages first asked at 423-523 s
-    of a 2,058 s bound, four workers), and at 64 per request hosts it had dropped waited behind
-    every host not yet started (two workers: the same hole asked 11 times in 8 minutes)."""
-    assert inflight.HOSTS_AT_ONCE >= 4000  # Lupa's count of the small net's capsules
+def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:
+    assert hosts_at_once(16, shared=False) == inflight.HOSTS_AT_ONCE >= 4000  # the small net's capsules
+    assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST
 
 
 async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, float]]) -> list[str]:

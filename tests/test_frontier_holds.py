@@ -10,18 +10,14 @@ import asyncio
 import time
 import uuid
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from manners import Robot
 from manners.cache import LeaseLost, take_slot
 from manners.crawl.frontier import Frontier, open_frontier
-from manners.crawl.inflight import Gate
 from manners.crawl.pacing import Pacing
 from manners.crawl.records import Ledger
 from manners.crawl.redis_frontier import open_redis_frontier
-from servers import gophernicus
 from test_frontier_redis import A, B, Opener, redis_url, with_frontiers
 
 SPACING = 0.2
@@ -156,127 +152,6 @@ def test_a_robots_txt_refresh_beside_a_page_turn_waits_for_its_hold(opener: Open
         assert token is not None and await f.release_hold(A, token, SPACING)
 
     with_frontiers(test, opener)
-
-
-class SlowRelease:
-    """A frontier whose hold releases wait for ``go``: a Redis round trip as slow as need be."""
-
-    def __init__(self, inner: Frontier) -> None:
-        self.inner, self.go = inner, asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def release_hold(self, *args: Any) -> bool:
-        await self.go.wait()
-        return bool(await self.inner.release_hold(*args))
-
-
-def test_a_requests_place_is_handed_on_before_its_hold_is_let_go(opener: Opener, tmp_path: Path) -> None:
-    """A fleet's request holds one of ``--concurrency``'s places until its answer is handled, not
-    until its hold's release has reached the frontier: on two cores a fleet of two spent more
-    time on Redis round trips inside its places than on the requests, its CPU half idle.  The
-    release runs beside what follows; the worker's next turn at that host waits for it, and
-    ``close`` for the last one, so no hold is left to expire while the others wait."""
-
-    async def test(f: Frontier, g: Frontier) -> None:
-        slow = SlowRelease(f)
-        pacing = Pacing(cast(Frontier, slow), Ledger(tmp_path / "requests.jsonl", "w"), shared=True,
-                        lease=30.0, timeout=5.0)  # fmt: skip
-
-        async def request(auth: str) -> None:
-            async with pacing.holding(auth, SPACING) as leaving:
-                leaving()
-                leaving(written=True)
-
-        await pacing.turn(A, SPACING)
-        await asyncio.wait_for(request(A), 5 * SPACING)  # not held up by its release
-        # out of the request with its release still on the way: the host is held meanwhile
-        assert await g.claim(A, 0.0, None, ("other", 30.0)) > 0
-        again = asyncio.ensure_future(pacing.turn(A, SPACING))
-        await asyncio.sleep(2 * SPACING)
-        assert not again.done()  # this worker's next turn at A waits for the release
-        slow.go.set()
-        await asyncio.wait_for(again, 5 * SPACING)
-        slow.go.clear()
-        await asyncio.wait_for(request(A), 5 * SPACING)
-        await pacing.turn(B, SPACING)
-        await asyncio.wait_for(request(B), 5 * SPACING)
-        closing = asyncio.ensure_future(pacing.close())
-        await asyncio.sleep(SPACING)
-        assert not closing.done()  # the last releases, awaited
-        slow.go.set()
-        await asyncio.wait_for(closing, 5 * SPACING)
-        assert await g.claim(A, 0.0, None, ("other", 30.0)) == 0  # both let go
-        assert await g.claim(B, 0.0, None, ("other", 30.0)) == 0
-
-    with_frontiers(test, opener, workers=2)
-
-
-def test_a_robots_txt_fetch_waiting_for_its_turn_holds_no_place(opener: Opener, tmp_path: Path) -> None:
-    """A robots.txt fetch takes a place among the requests in flight once its turn has come, not
-    before: held while it waited for its host's slot, the fetches of a fleet's worker took its
-    every place while its page requests waited for one (a 9,492-page hole waited minutes).  Nor
-    does it hold its host while it waits for a place: the page requests holding the places may
-    be waiting for that host.  Its request leaves at its slot or later, with a place."""
-    root = tmp_path / "gopher"
-    root.mkdir()
-    (root / "robots.txt").write_text("User-agent: *\nDisallow: /private\n")
-    with gophernicus(root) as port:
-        host = f"gopher://127.0.0.1:{port}"
-
-        async def test(f: Frontier, g: Frontier) -> None:
-            async with Robot(cache="memory", min_delay=SPACING, timeout=5.0) as robot:
-                pacing = Pacing(
-                    f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0
-                )
-                gate = Gate(1)
-                assert await g.claim(host, 0.0, None, ("other", 30.0)) == 0  # another worker's request,
-                assert await g.release_hold(host, "other", 3 * SPACING)  # over: the next comes 3 spacings on
-                fetching = asyncio.ensure_future(pacing.fetch_robots(f"{host}/", robot, place=gate.place))
-                await asyncio.sleep(SPACING)
-                assert not fetching.done()  # waiting for its slot
-                async with asyncio.timeout(SPACING):
-                    async with gate.place():  # the only place is free meanwhile
-                        pass
-                async with gate.place():  # a page request holds the place past the slot: the fetch waits
-                    await asyncio.sleep(3 * SPACING)
-                    assert not fetching.done()
-                    assert await g.claim(host, 0.0, None, ("probe", 30.0)) == 0  # and does not hold the host
-                    assert await g.release_hold(host, "probe", 0.0)
-                result = await asyncio.wait_for(fetching, 10.0)
-                assert result.status == "gopher-ok" and b"Disallow: /private" in result.body, result
-                assert not gate.locked()  # the place handed back
-
-        with_frontiers(test, opener, workers=2)
-
-
-def test_a_fleet_turn_sleeps_to_its_slot_holding_nothing_then_claims_at_once(
-    opener: Opener, tmp_path: Path
-) -> None:
-    """On a fleet a page's slot is booked and slept to (``coming``) with nothing claimed, so
-    nothing held while its request then waits for a place; the claim that holds the host comes
-    with the place (``turn`` with ``booked``), at once, its slot having come.  Claimed before the
-    place, a turn held its host for as long as it waited, every other worker kept out."""
-
-    async def test(f: Frontier, g: Frontier) -> None:
-        a = Pacing(f, Ledger(tmp_path / "a.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
-        b = Pacing(g, Ledger(tmp_path / "b.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
-        await a.turn(A, SPACING)
-        async with a.holding(A, SPACING) as leaving:
-            leaving()
-            left = time.monotonic()
-            leaving(written=True)
-        await a.close()
-        await b.coming(A, SPACING)
-        assert time.monotonic() >= left + SPACING - CLOCK  # its slot: a spacing after a's left
-        assert A not in b.handed  # nothing claimed, so nothing held
-        asked = time.monotonic()
-        await b.turn(A, SPACING, booked=True)
-        assert time.monotonic() - asked < SPACING / 2  # claimed at once
-        assert A in b.handed and await f.claim(A, 0.0, None, ("other", 30.0)) > 0  # now held
-
-    with_frontiers(test, opener, workers=2)
 
 
 def test_a_turn_kept_past_half_its_lease_is_taken_again_never_sent(opener: Opener, tmp_path: Path) -> None:

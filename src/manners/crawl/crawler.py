@@ -422,8 +422,9 @@ class Crawler(Worker):
 
     async def _fetch_robots(self, location: str) -> FetchResult:
         """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
-        then one of the requests in flight (``concurrency``) while it runs."""
-        return await self.pacing.fetch_robots(location, self.robot, place=self._gate().place)
+        one of the requests in flight (``concurrency``) while it runs."""
+        async with self._gate().place():
+            return await self.pacing.fetch_robots(location, self.robot)
 
 
 def patience(lease: float) -> float:

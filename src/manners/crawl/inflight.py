@@ -2,7 +2,7 @@
 
 A polite crawl is bound by its biggest hosts, each asked one request at a time, a delay apart:
 it meets that bound only if every host with work has a task from the start and none waits
-behind another's delay.  So the crawler works every ready host at once (``HOSTS_AT_ONCE``) and
+behind another's delay.  So the crawler works every ready host at once (``hosts_at_once``) and
 counts as its concurrency only the requests on the wire: a host waiting for its turn holds no
 connection and no share of it.  Apart from the run (``worker``) because the same gate covers
 robots.txt fetches (``crawler``), and because how many sockets a process may open is the
@@ -34,10 +34,17 @@ from collections.abc import AsyncIterator
 
 log = logging.getLogger("manners.crawl")
 
-HOSTS_AT_ONCE = 10_000  # hosts a worker works at once, in one process or on a fleet (a task and a lease each)
+HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
+FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: hosts at once per request in flight, so the others get some
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
+
+
+def hosts_at_once(concurrency: int, shared: bool) -> int:
+    """How many hosts one worker works at once: every ready one in one process; on a fleet, what
+    its ``concurrency`` can keep busy, so a worker that starts first leaves hosts to the others."""
+    return max(concurrency * FLEET_HOSTS_PER_REQUEST, 64) if shared else HOSTS_AT_ONCE
 
 
 def fit_descriptors(concurrency: int) -> int:

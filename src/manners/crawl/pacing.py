@@ -14,8 +14,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 
 from ..cache import LeaseLost, claim_margin, take_slot
 from ..cache.entry import Entry
@@ -30,8 +29,6 @@ from .tasks import cancelled
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
 log = logging.getLogger("manners.crawl")
-# a place among the requests in flight (``inflight.Gate.place``), held while a block runs
-Place = Callable[[], AbstractAsyncContextManager[None]]
 
 
 class Pacing:
@@ -59,7 +56,6 @@ class Pacing:
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
         self.began: set[str] = set()  # one process: the authorities it has had a turn at
-        self.releasing: dict[str, asyncio.Task[None]] = {}  # a fleet: authority -> its hold being let go
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -68,29 +64,8 @@ class Pacing:
         if self.shared:
             await self.frontier.set_meta(SLOW_META + auth, repr(until))
 
-    async def coming(self, auth: str, spacing: float, entry: Entry | None = None) -> None:
-        """On a fleet, book this worker's next slot at ``auth`` and sleep until it, claiming
-        nothing: the claim, which holds the host, is made once the request has its place among
-        those in flight (``turn`` with ``booked``).  Claimed before, a turn held its host while
-        it waited for a place, every other worker kept out; kept past ``fresh`` it was taken
-        again inside the place, which so held its place for a spacing more: past a point, the
-        longer the waits, the longer the places were held (two workers at 4,400 hosts asked a
-        9,492-page hole 14 times in five minutes, their CPU half idle).  In one process nothing
-        is booked, and ``turn`` waits as it did."""
-        if not self.shared:
-            return
-        if (releasing := self.releasing.pop(auth, None)) is not None:  # this host's last request's
-            await releasing
-        wait = max(self._until(auth, entry) - time.time(), 0.0)
-        await asyncio.sleep(max(await self.frontier.book(auth, spacing + claim_margin(spacing), wait), 0.0))
-
     async def turn(
-        self,
-        auth: str,
-        spacing: float,
-        entry: Entry | None = None,
-        lease: Lease | None = None,
-        booked: bool = False,
+        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
     ) -> float | None:
         """Wait for this worker's turn at ``auth``, ``spacing`` after the last request to it by
         any worker, and after any wait the server asked for (a 44 here, or told by another worker
@@ -106,17 +81,12 @@ class Pacing:
         On a fleet the claim also holds ``auth`` (see ``holding``, which the request is made in
         and which releases it).  A robots.txt fetch of the same host by this worker (the robot's
         refresh, running beside the host's page task) takes turns of its own and never touches
-        the hold a page's turn handed on: it waits for it as another worker's would.
-
-        ``booked``: ``coming`` has booked the slot and slept until it: claimed at once (again
-        after what is left, should another worker's request hold the host)."""
-        if (releasing := self.releasing.pop(auth, None)) is not None:  # this host's last request's
-            await releasing
+        the hold a page's turn handed on: it waits for it as another worker's would."""
         stale = self.handed.pop(auth, None)
         self.granted.pop(auth, None)
         if stale is not None:  # this host's last page turn, whose request never began: let go at once
             await self.frontier.release_hold(auth, stale, spacing)
-        honoured, token, asked = await self._take(auth, spacing, entry, lease, booked)
+        honoured, token, asked = await self._take(auth, spacing, entry, lease)
         if token is not None:
             self.handed[auth], self.granted[auth] = token, asked
         return honoured
@@ -124,26 +94,14 @@ class Pacing:
     def fresh(self, auth: str) -> bool:
         """Whether the page turn handed on for ``auth`` may still be used.  On a fleet its claim
         held the host and extended the lease for seconds counted from when it was asked; kept
-        past half the shorter of the two (the process stopped between its claim and its
-        request), they may have lapsed and another worker have taken them: ``holding`` refuses
-        to send under it.  (A fleet's turn is claimed once its request has a place: ``coming``.)"""
+        past half the shorter of the two (a long wait for a share of ``--concurrency``, or the
+        process stopped), they may have lapsed and another worker have taken them: the turn is
+        then taken again, and ``holding`` refuses to send under it."""
         asked = self.granted.get(auth)
         return asked is None or time.monotonic() - asked < self.keeps
 
-    def _until(self, auth: str, entry: Entry | None) -> float:
-        """When the waits the server asked for end (a 44 known here, robots.txt's Retry-After)."""
-        until = self.asked.get(auth, 0.0)
-        if entry is not None and entry.outcome == "retry" and entry.retry_after:
-            until = max(until, entry.fetched_at + entry.retry_after)
-        return until
-
     async def _take(
-        self,
-        auth: str,
-        spacing: float,
-        entry: Entry | None = None,
-        lease: Lease | None = None,
-        booked: bool = False,
+        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
     ) -> tuple[float | None, str | None, float]:
         """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
         wait honoured, on a fleet the token of the hold taken, and when its claim was asked.
@@ -153,7 +111,9 @@ class Pacing:
         flight left the server answering it, and a slow one answers for seconds after the
         client is gone (a fleet's dead worker leaves a hold that lasts as long).  A fresh crawl
         has no such start, and waits for nothing."""
-        until = self._until(auth, entry)
+        until = self.asked.get(auth, 0.0)
+        if entry is not None and entry.outcome == "retry" and entry.retry_after:
+            until = max(until, entry.fetched_at + entry.retry_after)
 
         async def told() -> float:
             nonlocal until
@@ -170,7 +130,7 @@ class Pacing:
             if auth not in self.began:  # an earlier run's last request may still run: its deadline
                 claimed = max(spacing, self.timeout)
         asked = await take_slot(self.frontier, auth, claimed, wait, told=told if self.shared else None,
-                                held=held, hold=hold, book=self.shared and not booked)  # fmt: skip
+                                held=held, hold=hold, book=self.shared)  # fmt: skip
         if not self.shared:
             self.began.add(auth)
         token = hold[0] if hold is not None else None
@@ -199,11 +159,8 @@ class Pacing:
         measured here) and its next slot, on the frontier's clock: the next request, by any
         worker, leaves ``spacing`` after this one left and not before it is done with, by then a
         44 is in the frontier for it to see, and a request that left late (its worker's event
-        loop busy between claim and send) is no closer to the next.  The release runs beside
-        what follows the request (its page settled, its place among ``--concurrency`` handed on:
-        a round trip to Redis the place need not wait for); this worker's next turn at ``auth``
-        waits for it, and ``close`` for the last.  A worker that dies leaves a hold that expires
-        on its own.
+        loop busy between claim and send) is no closer to the next.  A worker that dies leaves a
+        hold that expires on its own.
 
         Before the request is begun the hold is renewed, which is also a check that it is still
         this turn's: a request whose hold is gone (a fleet of four at 4,400 hosts sent five pairs
@@ -239,20 +196,8 @@ class Pacing:
                 await cancelled(renewer)
             if stamps:
                 await asyncio.wait(stamps)  # its failure is the next call's to meet
-            if token is not None:  # let go beside what follows: the next turn here waits for it
-                ago = time.monotonic() - left[-1] if left else 0.0
-                self.releasing[auth] = asyncio.ensure_future(self._release(auth, token, spacing, ago))
-
-    async def close(self) -> None:
-        """The holds still being let go, let go: a worker that stops before its release reaches
-        the frontier leaves the host held for a request's deadline, every other worker waiting."""
-        releasing = list(self.releasing.values())
-        self.releasing.clear()
-        if releasing:
-            await asyncio.wait(releasing)
-            for task in releasing:  # a failure here has no next call to meet it: said, then dropped
-                if not task.cancelled() and (exc := task.exception()) is not None:
-                    log.debug("a hold was not released: %s", exc)
+            if token is not None:
+                await self._release(auth, token, spacing, time.monotonic() - left[-1] if left else 0.0)
 
     def _renewing(self, auth: str, token: str) -> asyncio.Task[None]:
         """The hold ``token`` has on ``auth`` renewed every third of its seconds, until cancelled."""
@@ -281,60 +226,22 @@ class Pacing:
         if not kept:
             log.warning("the hold on %s lapsed before its request ended", auth)
 
-    async def fetch_robots(
-        self,
-        location: str,
-        robot: Robot,
-        place: Place | None = None,
-    ) -> FetchResult:
+    async def fetch_robots(self, location: str, robot: Robot) -> FetchResult:
         """robots.txt fetched for the robot as it would fetch it, each request having its turn as a
         page has (the host's spacing as known, else --min-delay; a 44 the fleet was told; on a
         fleet, the host held while it runs) and written to the ledger before it leaves: a Gopher
         server's several selectors and a Gemini redirect's hops are each a request.  Its hosts
         are stamped once more when it has ended (on a fleet, by releasing each request's hold
         once its answer is in): the next request, often the first page, is spaced from the end
-        of this one, whatever its name lookup took before it left.
-
-        ``place``: a place among the requests in flight (``inflight.Gate.place``), taken by each
-        request once its turn has come and handed on once its answer is in: a fetch waiting for
-        its turn (its host's spacing, another worker's request holding the host) holds none.
-        Held across those waits, robots.txt fetches took every place of a fleet's worker while
-        its page requests, their holds taken, waited for one.  On a fleet, as a page's, the turn
-        is booked and slept to first (``coming``), then the place taken, then the claim that
-        holds the host made: a fetch holding a host while it waited for a place, and page
-        requests holding places while they waited for that host, kept each other waiting until
-        the fetch's deadline passed (a 9,492-page hole's robots.txt "unreachable")."""
+        of this one, whatever its name lookup took before it left."""
         asked: list[str] = []
         first, first_spacing = urls.authority(location), robot.delay(location)
-        honoured: float | None = None
-        token: str | None = None
+        honoured, token, _ = await self._take(first, first_spacing)
         current: tuple[str, str, float] | None = None  # the request in flight holding its host
         renewer: asyncio.Task[None] | None = None
-        holds_place: AbstractAsyncContextManager[None] | None = None
-
-        async def enter() -> None:
-            nonlocal holds_place
-            if place is not None:
-                taking = place()
-                await taking.__aenter__()
-                holds_place = taking
-
-        async def take(auth: str, spacing: float) -> None:
-            """A request's turn and its place, in that order but on a fleet (see above)."""
-            nonlocal honoured, token
-            if self.shared:
-                await self.coming(auth, spacing)
-                await enter()
-                honoured, token, _ = await self._take(auth, spacing, booked=True)
-            else:
-                honoured, token, _ = await self._take(auth, spacing)
-                await enter()
 
         async def let_go() -> None:
-            nonlocal current, renewer, holds_place
-            if holds_place is not None:
-                leaving, holds_place = holds_place, None
-                await leaving.__aexit__(None, None, None)
+            nonlocal current, renewer
             if renewer is not None:
                 await cancelled(renewer)
                 renewer = None
@@ -346,8 +253,8 @@ class Pacing:
             nonlocal honoured, token, current, renewer
             auth, spacing = urls.authority(url), robot.delay(url)
             await let_go()  # the one before has had its answer
-            if asked:  # the first had its turn (and its place) before the fetch's deadlines began
-                await take(auth, spacing)
+            if asked:  # the first had its turn before the fetch's deadlines began
+                honoured, token, _ = await self._take(auth, spacing)
             asked.append(auth)
             self.ledger.note(url, "robots", None, spacing, honoured)
             if token is not None:
@@ -355,7 +262,6 @@ class Pacing:
                 renewer = self._renewing(auth, current[1])
 
         try:
-            await take(first, first_spacing)
             return await fetch_robots(location, robot.agent, robot.timeout, robot.max_bytes,
                                       spacing=robot.min_delay, before=before)  # fmt: skip
         finally:

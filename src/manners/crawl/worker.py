@@ -1,7 +1,7 @@
 """One worker's run: the dispatcher, one task per authority, and the upkeep of its leases.
 
 The dispatcher asks the frontier for ready authorities, the biggest first, and works every one
-of them at once (``inflight.HOSTS_AT_ONCE``), each by one task that leases its URLs one by one,
+of them at once (``inflight.hosts_at_once``), each by one task that leases its URLs one by one,
 asks the robot, waits its turn (``pacing``), fetches, and settles the URL; ``concurrency``
 counts the requests on the wire, not the hosts waiting for their turn (``inflight``), so no
 host with work waits past its slot behind another's delay.  The dispatcher looks again when a
@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import HOSTS_AT_ONCE, Gate, fit_descriptors, rank
+from .inflight import Gate, fit_descriptors, hosts_at_once, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -62,9 +62,6 @@ GAVE_UP_META = "gave-up:"  # frontier meta: a host a fleet's worker gave up (JSO
 GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
 HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
-# a fleet's worker: each look lists from Redis the ready hosts, those at work here among them (it
-# works every host that has work, as one process does, and so shares them with the others)
-LOOK_EVERY_SHARED = 0.25
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 _Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether to look again
@@ -164,7 +161,6 @@ class Worker:
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
         active = self._active
-        room, look_every = HOSTS_AT_ONCE, LOOK_EVERY_SHARED if self.shared else LOOK_EVERY
         upkeep = [
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
@@ -182,7 +178,7 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                free = room - len(active)
+                free = hosts_at_once(self.concurrency, self.shared) - len(active)
                 if free > 0:
                     ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
                     for auth in ready:
@@ -191,23 +187,20 @@ class Worker:
                         task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
                 # looked at again when the next host not at work is due (a parked one's retry
-                # comes at its slot), when a worker ends, or when links are queued; with no host
-                # free to start, when the next is due matters not (and each asking walks the
-                # hosts at work: on a fleet, a list of them from Redis)
-                busy = set(active) | self._full
-                at = None if len(active) >= room else await self.frontier.next_ready_at(busy)
+                # comes at its slot), when a worker ends, or when links are queued
+                at = await self.frontier.next_ready_at(set(active) | self._full)
                 if not active and (at is None or (at > now + self.max_delay and not self.revisit)):
                     await self._refresh_counts()
                     if not self.stats.in_flight:
                         break  # nothing left but hosts parked for longer than max_delay
                     at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                longest = look_every if active and self.shared else 0.5  # others' links, unseen here
+                longest = 0.1 if active and self.shared else 0.5  # others' links, unseen here
                 pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
-                if (soon := look_every - (time.time() - now)) > 0:  # each look walks the hosts at work
+                if (soon := LOOK_EVERY - (time.time() - now)) > 0:  # each look walks the hosts at work
                     await asyncio.sleep(soon)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
@@ -221,7 +214,6 @@ class Worker:
                     await self._drain(active, None)
             finally:  # the leases are renewed until the last fetch has ended
                 await cancelled(*upkeep)
-                await self.pacing.close()
                 for page in list(self._unconfirmed.values()):
                     self._unsettled(page, "the worker stopped before the frontier confirmed its settling")
             with contextlib.suppress(CrawlLost):
@@ -494,25 +486,20 @@ class Worker:
             return False
         spacing = self.robot.delay(url)  # a Request-rate's window may have opened since it was read
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
-        if self.shared:  # its slot waited for, then a place, then the claim that holds the host
-            await self.pacing.coming(auth, spacing, policy.entry)
-            self.stats.waiting.pop(auth, None)
-            async with self._gate().place(rank(self._sent.get(auth, 0), lease.queued)):
-                honoured = await self.pacing.turn(auth, spacing, policy.entry, lease, booked=True)
-                return await self._request(auth, lease, decision, spacing, honoured, late=False)
         honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
         self.stats.waiting.pop(auth, None)
-        gate = self._gate()  # one process: its claim holds nothing while it waits for a place
+        gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
         async with gate.place(rank(self._sent.get(auth, 0), lease.queued)):  # one of ``concurrency``
+            while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
+                honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
 
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
                        honoured: float | None, late: bool) -> bool:  # fmt: skip
         """Send the request its turn came for, and do what its answer comes to.  ``late``: it
-        waited after its slot was claimed (one process), so its start is stamped again once it is
-        on record: the next request is spaced from the ledger's line too, even if no connection
-        is made."""
+        waited after its slot was claimed, so its start is stamped again once it is on record:
+        the next request is spaced from the ledger's line too, even if no connection is made."""
         url = lease.url
         self.stats.requests += 1
         self._sent[auth] = self._sent.get(auth, 0) + 1
