@@ -459,7 +459,11 @@ def test_a_real_crawl_killed_and_resumed_audits_as_the_servers_saw_it(tmp_path: 
             sn.authority(pygopherd): len(site.pygopherd.snapshot()),
             sn.authority(site.site.gemini_url): len(site.gemini.snapshot()),
         }
-        assert {h.authority: h.requests for h in report.hosts} == received  # every request on record
+        on_record = {h.authority: h.requests for h in report.hosts}
+        assert on_record.keys() == received.keys(), (on_record, received)
+        # every request on record, and one more at most per host: one request at a time per host,
+        # and its ledger line is written before it leaves, so the kill may fall between the two
+        assert all(0 <= on_record[a] - received[a] <= 1 for a in received), (on_record, received)
         assert all(
             h.ok and h.smallest_gap is not None and h.smallest_gap >= 0.2 - TOLERANCE for h in report.hosts
         )
