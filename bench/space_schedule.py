@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from manners.cache import claim_margin
+from manners.cache import written_margin
 from manners.crawl.inflight import DISCOVERY, rank
 from space_checks import Crawl, linked, plan
 from space_model import FACTOR, Space, build, children
@@ -89,7 +89,7 @@ def planned_sites(space: Space, crawl: Crawl) -> tuple[list[Site], float]:
                     reached.add(j)
                     todo.append(j)
         seeds = (0, *sorted(allowed - reached))  # linked only from other hosts: queued from the start
-        spacing = hp.spacing + claim_margin(hp.spacing)
+        spacing = hp.spacing + written_margin(hp.spacing)
         sites.append(Site(spacing, lambda i, links=links: links.get(i, ()), len(allowed), seeds))
     return sites, planned.politeness_bound()
 
@@ -189,7 +189,7 @@ def main() -> None:
         out = [f"seed {seed}: {len(hosts)} hosts, biggest {biggest[0]} pages (fanout {biggest[1]}),"
                f" bound {bound:.0f} s:"]  # fmt: skip
         for name in args.rules.split(","):
-            took = makespan(hosts, spacing + claim_margin(spacing), args.cpu_ms / 1000, RULES[name])
+            took = makespan(hosts, spacing + written_margin(spacing), args.cpu_ms / 1000, RULES[name])
             out.append(f"{name} {took / bound:.3f}")
         print(" ".join(out), flush=True)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from manners.cache import LeaseLost, take_slot
+from manners.cache import LeaseLost, claim_margin, take_slot, written_margin
 from manners.crawl.frontier import Frontier, open_frontier
 from manners.crawl.pacing import Pacing
 from manners.crawl.records import Ledger
@@ -278,5 +278,50 @@ def test_a_claim_answered_late_counts_from_when_it_was_asked(opener: Opener, tmp
                         timeout=5.0)  # fmt: skip
         await pacing.turn(A, SPACING)
         assert not pacing.fresh(A)
+
+    with_frontiers(test, opener)
+
+
+class Asked:
+    """A frontier that notes the spacing every claim and booking is asked with."""
+
+    def __init__(self, frontier: Frontier) -> None:
+        self.frontier, self.spacings = frontier, []  # type: list[float]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.frontier, name)
+
+    async def claim(self, key: str, spacing: float, *args: object) -> float:
+        self.spacings.append(spacing)
+        return await self.frontier.claim(key, spacing, *args)  # type: ignore[arg-type]
+
+    async def book(self, key: str, spacing: float, wait: float = 0.0) -> float:
+        self.spacings.append(spacing)
+        return await self.frontier.book(key, spacing, wait)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_page_turn_is_spaced_from_its_written_request_by_the_smaller_margin(
+    opener: Opener, tmp_path: Path, shared: bool
+) -> None:
+    """A page's host is stamped once its request is written, after every stamp a server can take
+    of it, so its turn adds ``written_margin`` to the spacing, not the store's ``claim_margin``
+    (5 ms at 0.2 s where that is 10 ms: the biggest host of the default space spends a twentieth
+    of its crawl on it); the turn after a written request still waits the spacing and that."""
+
+    async def test(f: Frontier) -> None:
+        asked = Asked(f)
+        pacing = Pacing(asked, Ledger(tmp_path / "requests.jsonl", "w"), shared=shared, lease=30.0,  # type: ignore[arg-type]
+                        timeout=0.01)  # fmt: skip
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()
+            leaving(written=True)
+            left = time.monotonic()
+        await pacing.turn(A, SPACING)
+        assert time.monotonic() - left >= SPACING + written_margin(SPACING) - CLOCK
+        assert abs(written_margin(SPACING) - 0.005) < 1e-9 and written_margin(SPACING) < claim_margin(SPACING)
+        turns = [s for s in asked.spacings if s > 0]  # one process stamps its start with a claim of 0
+        assert turns and all(abs(s - SPACING - written_margin(SPACING)) < 1e-9 for s in turns), turns
 
     with_frontiers(test, opener)

@@ -9,7 +9,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from manners.cache import claim_margin  # noqa: E402
+from manners.cache import written_margin  # noqa: E402
 from space_checks import Crawl, plan  # noqa: E402
 from space_model import build  # noqa: E402
 from space_schedule import RULES, makespan, planned_sites, run  # noqa: E402
@@ -51,7 +51,7 @@ def test_the_planned_model_has_only_the_pages_the_crawl_may_ask_at_each_hosts_sp
     expected = sorted(
         (
             sum(1 for p in hp.pages if space.page_of(hp.host, p) is not None),
-            hp.spacing + claim_margin(hp.spacing),
+            hp.spacing + written_margin(hp.spacing),
         )
         for hp in planned.hosts.values()
         if hp.pages and hp.host.fault != "dead"

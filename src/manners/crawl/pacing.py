@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 
-from ..cache import LeaseLost, claim_margin, take_slot
+from ..cache import LeaseLost, take_slot, written_margin
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
@@ -86,7 +86,7 @@ class Pacing:
         self.granted.pop(auth, None)
         if stale is not None:  # this host's last page turn, whose request never began: let go at once
             await self.frontier.release_hold(auth, stale, spacing)
-        honoured, token, asked = await self._take(auth, spacing, entry, lease)
+        honoured, token, asked = await self._take(auth, spacing, entry, lease, written=True)
         if token is not None:
             self.handed[auth], self.granted[auth] = token, asked
         return honoured
@@ -101,7 +101,12 @@ class Pacing:
         return asked is None or time.monotonic() - asked < self.keeps
 
     async def _take(
-        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
+        self,
+        auth: str,
+        spacing: float,
+        entry: Entry | None = None,
+        lease: Lease | None = None,
+        written: bool = False,
     ) -> tuple[float | None, str | None, float]:
         """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
         wait honoured, on a fleet the token of the hold taken, and when its claim was asked.
@@ -110,7 +115,11 @@ class Pacing:
         (``timeout``) after the last start the frontier has of it: a run killed with a request in
         flight left the server answering it, and a slow one answers for seconds after the
         client is gone (a fleet's dead worker leaves a hold that lasts as long).  A fresh crawl
-        has no such start, and waits for nothing."""
+        has no such start, and waits for nothing.
+
+        ``written``: a page's turn, whose host's start is stamped once the request before was
+        written (``holding``), so the margin on the spacing is ``written_margin``'s; a
+        robots.txt request's start is its claim's, and takes the store's own margin."""
         until = self.asked.get(auth, 0.0)
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
@@ -125,12 +134,13 @@ class Pacing:
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
         wait, claimed = until - time.time(), spacing
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
-            after = self.left.get(auth, -spacing) + spacing + claim_margin(spacing)  # monotonic
+            after = self.left.get(auth, -spacing) + spacing + written_margin(spacing)  # monotonic
             wait = max(wait, after - time.monotonic())
             if auth not in self.began:  # an earlier run's last request may still run: its deadline
                 claimed = max(spacing, self.timeout)
         asked = await take_slot(self.frontier, auth, claimed, wait, told=told if self.shared else None,
-                                held=held, hold=hold, book=self.shared)  # fmt: skip
+                                held=held, hold=hold, book=self.shared,
+                                margin=written_margin(spacing) if written else None)  # fmt: skip
         if not self.shared:
             self.began.add(auth)
         token = hold[0] if hold is not None else None
