@@ -375,6 +375,28 @@ def test_a_host_given_up_is_not_asked_again_for_urls_found_later(tmp_path: Path)
     assert got[dead.url]["outcome"] == "error", got[dead.url]
 
 
+def test_a_host_given_up_stays_given_up_when_the_crawl_is_resumed_not_with_retry_errors(
+    tmp_path: Path,
+) -> None:
+    """Given up for the crawl, not for one process's life: a run resumed (after a kill, say) that
+    meets a new URL of the host settles it unreachable without reading robots.txt again (the
+    space bench's resumed crawl ended on two dead capsules' attempts, long after its last page);
+    a run started with ``--retry-errors`` is there to try it again, and does."""
+    out = tmp_path / "out"
+    options = ("--robots-backoff", 0.1, "--robots-attempts", 2, "--min-delay", 0.05, "--scope", "any", *QUICK)
+    with fault_server("answer", "gemini", answer=b"41 Server unavailable\r\n") as dead:
+        ok(crawl(dead.url, "--out", out, *options, timeout=60))
+        assert len(dead.requests()) == 2
+        later = f"{dead.url}later.gmi"
+        ok(crawl(later, "--out", out, *options, timeout=60))
+        assert len(dead.requests()) == 2, dead.requests()  # resumed: nothing asked of it
+        got = {r["url"]: r for r in records(out)}
+        assert got[later]["outcome"] == "error" and "in 2 attempts" in got[later]["reason"], got[later]
+        ok(crawl("--out", out, "--retry-errors", *options, timeout=60))
+        asked = dead.requests()
+    assert len(asked) == 4 and all(r.endswith(b"/robots.txt") for r in asked), asked
+
+
 @pytest.mark.parametrize("scheme", ["gopher", "gemini"])
 def test_robots_txt_timing_out_is_retried_with_backoff_never_a_verdict(tmp_path: Path, scheme: str) -> None:
     out = tmp_path / "out"

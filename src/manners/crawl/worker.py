@@ -58,7 +58,7 @@ log = logging.getLogger("manners.crawl")
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
-GAVE_UP_META = "gave-up:"  # frontier meta: a host a fleet's worker gave up (JSON: reason, at)
+GAVE_UP_META = "gave-up:"  # frontier meta: a host given up in this crawl (JSON: reason, at)
 GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
 HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
@@ -92,6 +92,7 @@ class Worker:
     max_policies: int
     allow_private: bool | tuple[Network, ...]
     revisit: bool
+    retry_errors: bool
     revisit_min: float
     revisit_max: float
     # what the crawl opens (Crawler.open)
@@ -111,7 +112,7 @@ class Worker:
     _slow: dict[str, float]  # authority -> the last 44 backoff without a number
     _full: set[str]  # authorities at max_per_host
     _gave_up: dict[str, str]  # authorities whose robots.txt could not be read in robots_attempts: why
-    _gave_up_asked: dict[str, float]  # a fleet's worker: authority -> when the frontier was last asked
+    _gave_up_asked: dict[str, float]  # authority -> when the frontier was last asked whether it was given up
     _settling: dict[str, _Settling]  # leased URL -> its page, settled but not yet committed
     _queue: asyncio.Queue[Page | None]
 
@@ -537,15 +538,21 @@ class Worker:
             )
 
     async def _gave_up_elsewhere(self, auth: str) -> str | None:
-        """Why another worker of the fleet gave ``auth`` up since this worker started, or None.
+        """Why ``auth`` was given up in this crawl by another worker of the fleet, or by an earlier
+        run of it, or None: a host is given up for the crawl, not for one process's life.
 
-        Asked of the frontier at most every ``GAVE_UP_ASKED_EVERY`` seconds per host: a fleet's
-        workers each lease the host's URLs, and each would otherwise read its dead robots.txt
-        again, its attempts over.  A give-up from before this worker started is not taken: a
-        worker started again (to retry errors, say) tries the host again, as one process does."""
-        if not self.shared or self.revisit:
+        A fleet's workers each lease the host's URLs, and each would otherwise read its dead
+        robots.txt again, its attempts over: a worker asks the frontier at most every
+        ``GAVE_UP_ASKED_EVERY`` seconds per host.  A run resumed (after a kill, say) would read
+        it again whenever a link to it turned up (the space bench's resumed crawl ended on two
+        dead capsules' four attempts, 84 s after the last page): one process asks once per host.
+        A run started with ``--retry-errors`` takes no give-up from before it started: it is
+        there to try those hosts again."""
+        if self.revisit:
             return None
         now = time.monotonic()
+        if not self.shared and auth in self._gave_up_asked:  # nobody else gives a host up meanwhile
+            return None
         if now - self._gave_up_asked.get(auth, -GAVE_UP_ASKED_EVERY) < GAVE_UP_ASKED_EVERY:
             return None
         if len(self._gave_up_asked) >= HOSTS_REMEMBERED:
@@ -556,7 +563,7 @@ class Worker:
             reason, at = str(record["reason"]), float(record["at"])
         except (TypeError, KeyError, ValueError):  # none (null), or not what a worker writes
             return None
-        if at < self.stats.started:
+        if at < self.stats.started and self.retry_errors:
             return None
         self._gave_up[auth] = reason
         return reason
@@ -586,11 +593,11 @@ class Worker:
             why = entry.meaning.removesuffix(UNREACHABLE_MEANS)  # its verdict is the very thing not taken
             reason = (f"unreachable: robots.txt could not be read in {entry.failures} attempts"
                       f" (last: {entry.status}: {why})")  # fmt: skip
-            if not self.revisit:  # given up for this run: a URL found later is settled so too, unasked
+            if not self.revisit:  # given up for the crawl: a URL found later is settled so too, unasked
                 self._gave_up[auth] = reason
-                if self.shared:  # and by the fleet's other workers, who would each try again
-                    record = json.dumps({"reason": reason, "at": time.time()})
-                    await self.frontier.set_meta(GAVE_UP_META + auth, record)
+                # and by the fleet's other workers, and a run resumed, who would each try again
+                record = json.dumps({"reason": reason, "at": time.time()})
+                await self.frontier.set_meta(GAVE_UP_META + auth, record)
             self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
                               item_type=answers.item_type(lease.url), reason=reason))  # fmt: skip
             return True
