@@ -538,22 +538,16 @@ class Worker:
             )
 
     async def _gave_up_elsewhere(self, auth: str) -> str | None:
-        """Why ``auth`` was given up in this crawl by another worker of the fleet, or by an earlier
-        run of it, or None: a host is given up for the crawl, not for one process's life.
+        """Why ``auth`` was given up in this crawl (by another worker, or a run before), or None.
 
-        A fleet's workers each lease the host's URLs, and each would otherwise read its dead
-        robots.txt again, its attempts over: a worker asks the frontier at most every
-        ``GAVE_UP_ASKED_EVERY`` seconds per host.  A run resumed (after a kill, say) would read
-        it again whenever a link to it turned up (the space bench's resumed crawl ended on two
-        dead capsules' four attempts, 84 s after the last page): one process asks once per host.
-        A run started with ``--retry-errors`` takes no give-up from before it started: it is
-        there to try those hosts again."""
+        Else each worker, and a run resumed, reads a dead robots.txt again when a link to it turns
+        up (a resumed bench crawl ended 84 s late on two): asked every ``GAVE_UP_ASKED_EVERY`` s
+        per host on a fleet, once in one process.  ``--retry-errors`` takes no earlier give-up."""
         if self.revisit:
             return None
         now = time.monotonic()
-        if not self.shared and auth in self._gave_up_asked:  # nobody else gives a host up meanwhile
-            return None
-        if now - self._gave_up_asked.get(auth, -GAVE_UP_ASKED_EVERY) < GAVE_UP_ASKED_EVERY:
+        last = self._gave_up_asked.get(auth)
+        if last is not None and (now - last < GAVE_UP_ASKED_EVERY or not self.shared):  # one process: once
             return None
         if len(self._gave_up_asked) >= HOSTS_REMEMBERED:
             self._gave_up_asked.clear()
@@ -593,9 +587,8 @@ class Worker:
             why = entry.meaning.removesuffix(UNREACHABLE_MEANS)  # its verdict is the very thing not taken
             reason = (f"unreachable: robots.txt could not be read in {entry.failures} attempts"
                       f" (last: {entry.status}: {why})")  # fmt: skip
-            if not self.revisit:  # given up for the crawl: a URL found later is settled so too, unasked
+            if not self.revisit:  # given up for the crawl (all workers, a run resumed): later URLs too
                 self._gave_up[auth] = reason
-                # and by the fleet's other workers, and a run resumed, who would each try again
                 record = json.dumps({"reason": reason, "at": time.time()})
                 await self.frontier.set_meta(GAVE_UP_META + auth, record)
             self._finish(Page(lease.url, "error", lease.depth, time.time(), decision=decision,
