@@ -132,15 +132,15 @@ class Pacing:
 
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
-        wait, claimed = until - time.time(), spacing
+        wait, claimed, margin = until - time.time(), spacing, written_margin(spacing)
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
-            after = self.left.get(auth, -spacing) + spacing + written_margin(spacing)  # monotonic
+            after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
             if auth not in self.began:  # an earlier run's last request may still run: its deadline
                 claimed = max(spacing, self.timeout)
         asked = await take_slot(self.frontier, auth, claimed, wait, told=told if self.shared else None,
                                 held=held, hold=hold, book=self.shared,
-                                margin=written_margin(spacing) if written else None)  # fmt: skip
+                                margin=margin if written else None)  # fmt: skip
         if not self.shared:
             self.began.add(auth)
         token = hold[0] if hold is not None else None

@@ -540,9 +540,9 @@ class Worker:
     async def _gave_up_elsewhere(self, auth: str) -> str | None:
         """Why ``auth`` was given up in this crawl (by another worker, or a run before), or None.
 
-        Else each worker, and a run resumed, reads a dead robots.txt again when a link to it turns
-        up (a resumed bench crawl ended 84 s late on two): asked every ``GAVE_UP_ASKED_EVERY`` s
-        per host on a fleet, once in one process.  ``--retry-errors`` takes no earlier give-up."""
+        Without it each worker, and a resumed run, reads a dead robots.txt again whenever a link
+        to the host turns up (a resumed bench crawl ended 84 s late on two).  Asked per host every
+        ``GAVE_UP_ASKED_EVERY`` s on a fleet, once in one process; ``--retry-errors`` skips older ones."""
         if self.revisit:
             return None
         now = time.monotonic()
