@@ -419,6 +419,41 @@ def test_robots_txt_timing_out_is_retried_with_backoff_never_a_verdict(tmp_path:
     assert record["outcome"] == "error" and "unreachable" in record["reason"]
 
 
+def test_ctrl_c_while_robots_txt_fetches_wait_their_turn_ends_without_a_traceback(tmp_path: Path) -> None:
+    """Hosts that accept a connection and never answer: with --concurrency 1 one robots.txt
+    fetch holds the place and the others wait for it.  Ctrl-C ends the run (130) once the one in
+    flight times out, and the waiting fetches, cancelled, let go of the robots.txt cache's fetch
+    locks before the cache is closed: no "unhandled exception" at shutdown."""
+    silent = []
+    for _ in range(5):
+        listening = socket.create_server((HOST, 0))  # the kernel accepts; nobody reads
+        silent.append(listening)
+    seeds = [f"gemini://localhost:{s.getsockname()[1]}/" for s in silent]
+    cache = f"sqlite:///{tmp_path / 'robots.sqlite3'}"  # a store whose lock is released by a write
+    args = [*seeds, "--agent", AGENT, "--out", tmp_path / "out", "--allow-private", "--concurrency", "1",
+            "--timeout", "3", "--cache", cache, "--no-warc"]  # fmt: skip
+    try:
+        run = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                               text=True)  # fmt: skip
+        ledger = tmp_path / "out"
+        deadline = time.monotonic() + 30
+        while (
+            not any(ledger.glob("requests-*.jsonl"))
+            or not next(ledger.glob("requests-*.jsonl")).stat().st_size
+        ):
+            assert time.monotonic() < deadline and run.poll() is None, "no request began"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the other hosts' fetches are at the gate
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=30)
+    finally:
+        for listening in silent:
+            listening.close()
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr and "unhandled exception" not in stderr, stderr
+    assert stdout.splitlines()[0].startswith("interrupted"), stdout
+
+
 def test_robots_txt_temporary_failure_is_retried_not_a_verdict(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with fault_server("answer", "gemini", answer=b"41 Server unavailable\r\n") as server:

@@ -131,6 +131,12 @@ class Robot:
         await self.close()
 
     async def close(self) -> None:
+        """Close the store, once the robots.txt fetches still running are cancelled: each lets
+        go of the store's fetch lock on its way out, which it cannot do in a closed store."""
+        running = list(self._pending.values())
+        for fetch in running:
+            fetch.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
         await self.store.close()
 
     # -- the four questions ------------------------------------------------------------
