@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from manners.crawl import Crawler
+from manners.crawl import Crawler, urls
 from manners.crawl.frontier import SQLiteFrontier
+from manners.crawl.inflight import DISCOVERING, DISCOVERY, RANKED, ROBOTS, Gate
 from servers import free_port, jetforce_hosts
 
 pytestmark = pytest.mark.serial  # time bounds
@@ -129,3 +130,38 @@ def test_the_dispatcher_does_not_walk_the_ready_hosts_after_every_page(
         outcomes = asyncio.run(crawl())
     assert outcomes.count("fetched") == PAGES_IN_A_ROW + 2  # the root, index.gmi and every page
     assert looks < PAGES_IN_A_ROW / 4, looks  # it looked after every page: about one look each
+
+
+def test_a_resumed_crawl_takes_no_host_it_has_read_for_a_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's first requests go before the others' pages (its robots.txt, then its first pages:
+    ``inflight.rank``) to show how big it is.  A host whose pages an earlier run asked has shown
+    that: resumed with an empty robots.txt cache, neither its robots.txt nor its pages go as a new
+    host's, or at 1,500 hosts the biggest waits behind all their first requests again."""
+    pages = 12
+    roots = [capsule(tmp_path / f"c{i}", pages) for i in range(2)]
+    ranks: list[tuple[int, float]] = []
+    place = Gate.place
+
+    def recorded(self: Gate, rank: tuple[int, float] = (ROBOTS, 0)) -> Any:
+        ranks.append(rank)
+        return place(self, rank)
+
+    monkeypatch.setattr(Gate, "place", recorded)
+    with jetforce_hosts(roots) as jet:
+        seeds = [f"gemini://localhost:{port}/" for port in jet.public_ports]
+
+        async def crawl(max_pages: int | None) -> list[str]:
+            async with Crawler("testbot", (), tmp_path / "out", min_delay=0.02, cache="memory", timeout=5,
+                               allow_private=True, concurrency=1, max_pages=max_pages) as c:  # fmt: skip
+                return [p.url async for p in c.crawl(seeds) if p.outcome == "fetched"]
+
+        first = asyncio.run(crawl(16))
+        first_ranks, ranks[:] = list(ranks), []
+        rest = asyncio.run(crawl(None))
+    read = {a: sum(urls.authority(u) == a for u in first) for a in map(urls.authority, seeds)}
+    assert all(DISCOVERY <= n <= pages for n in read.values()), read  # each host's first pages read, not all
+    assert {tier for tier, _ in first_ranks} == {ROBOTS, DISCOVERING, RANKED}
+    assert len(rest) == 2 * (pages + 1) - len(first)
+    assert ranks and {tier for tier, _ in ranks} == {RANKED}, ranks

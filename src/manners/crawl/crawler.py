@@ -42,9 +42,11 @@ from ..fetch.address import Network
 from ..profiles import get_profile
 from ..robot import Robot
 from ..version import __version__
+from . import urls
 from .archive import Archive
 from .frontier import PAGES, Patient, is_shared, open_frontier, shown
 from .identity import IDENTITY, CrawlMismatch, check_seed, read_settings, settle_identity
+from .inflight import ROBOTS, rank
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .pacing import Pacing
 from .page import Page, Stats
@@ -290,7 +292,7 @@ class Crawler(Worker):
         if self.shared:  # the others are alive: only the leases of the dead, expired, come back
             self.recovered = await self.frontier.reclaim()
         else:  # the lock is ours, so no live process holds a lease here: a previous run's are queued again
-            self.recovered = await self.frontier.recover(None)
+            self.recovered = await self.frontier.recover(None, running=self.timeout)
         if self.retry_errors:
             self.requeued = await self.frontier.requeue("error")
         if self.revisit and await self.frontier.get_meta("revisit") is None:
@@ -422,8 +424,11 @@ class Crawler(Worker):
 
     async def _fetch_robots(self, location: str) -> FetchResult:
         """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
-        one of the requests in flight (``concurrency``) while it runs."""
-        async with self._gate().place():
+        one of the requests in flight (``concurrency``) while it runs: ahead of every page for a
+        host that shows itself by it, as its page would be for one whose pages were asked before
+        (its copy expired, or a resumed run's cache is empty: ``inflight.rank``)."""
+        sent, queued = self._sent.get(urls.authority(location), (0, 0))
+        async with self._gate().place(rank(sent, queued) if sent else (ROBOTS, 0)):
             return await self.pacing.fetch_robots(location, self.robot)
 
 

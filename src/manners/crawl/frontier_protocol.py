@@ -114,8 +114,13 @@ class Frontier(Protocol):
         """URLs visited before and queued again: how many are due at ``now``, when the next is."""
         ...
 
-    async def recover(self, owner: str | None = None) -> int:
-        """Return leases to the queue: all of them (owner None), else ``owner``'s and every expired one."""
+    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
+        """Return leases to the queue: all of them (owner None), else ``owner``'s and every expired one.
+
+        ``running`` (owner None: one process starting on what a killed run left): seconds a
+        request that run had in flight may still be answered (its deadline); each such host's
+        start is stamped that far ahead, so its next request waits for it.  A host with nothing
+        in flight waits only its spacing after its last start: its last answer was read."""
         ...
 
     def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:

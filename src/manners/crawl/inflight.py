@@ -14,6 +14,10 @@ of N hosts with work 1/N of the places, so the biggest host, which alone sets th
 at a fraction of its pace for as long as the opening rush lasts.  ``Gate`` hands places by
 rank instead: a host's first requests (its robots.txt, then ``DISCOVERY`` pages: enough to
 see its pages link to more), then the host with the most URLs queued per page asked of it.
+First of the crawl, not of the run: a host whose pages were asked before (by a run that was
+killed, or by another worker) has shown its size, and a resumed run that read every host's
+robots.txt and first pages again before the biggest host's next page would stall that host
+(tens of seconds at 1,500 hosts); its robots.txt, asked again, goes as its next page would.
 No ranking works without its first pages: robots.txt links to nothing, so every host's queue
 looks the same until its first pages are read.  Nor by URLs queued alone: a host's queue grows
 only as its pages are read, so the hosts read first keep the lead and a bigger one that came
@@ -74,8 +78,9 @@ def fit_descriptors(concurrency: int) -> int:
 
 
 def rank(sent: int, queued: int) -> tuple[int, float]:
-    """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far in
-    this run, ``queued`` URLs of the host's still queued (``Lease.queued``)."""
+    """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far
+    (this worker's, and the URLs settled before it first leased one: ``Frontier.host_done``),
+    ``queued`` URLs of the host's still queued (``Lease.queued``)."""
     return (DISCOVERING, queued) if sent < DISCOVERY else (RANKED, queued / (sent + 1))
 
 

@@ -46,7 +46,6 @@ class Pacing:
         self.ledger = ledger
         self.shared = shared
         self.lease = lease
-        self.timeout = timeout
         self.hold_for = timeout + HOLD_MARGIN  # seconds a host's hold lasts unless renewed
         # seconds a page turn's claim is trusted for, from when it was asked: half what it bought
         self.keeps = min(lease, self.hold_for) / 2
@@ -55,7 +54,6 @@ class Pacing:
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
-        self.began: set[str] = set()  # one process: the authorities it has had a turn at
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -111,11 +109,11 @@ class Pacing:
         """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
         wait honoured, on a fleet the token of the hold taken, and when its claim was asked.
 
-        In one process a host's first turn comes no sooner than a request's deadline
-        (``timeout``) after the last start the frontier has of it: a run killed with a request in
-        flight left the server answering it, and a slow one answers for seconds after the
-        client is gone (a fleet's dead worker leaves a hold that lasts as long).  A fresh crawl
-        has no such start, and waits for nothing.
+        A run killed with a request in flight left the server answering it, a slow one for
+        seconds after the client is gone: one process starting on its frontier stamps those
+        hosts' starts a request's deadline ahead (``Frontier.recover``), and a fleet's dead
+        worker leaves a hold that lasts as long; a host whose last answer was read waits only
+        its spacing after it.
 
         ``written``: a page's turn, whose host's start is stamped once the request before was
         written (``holding``), so the margin on the spacing is ``written_margin``'s; a
@@ -132,17 +130,13 @@ class Pacing:
 
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
-        wait, claimed, margin = until - time.time(), spacing, written_margin(spacing)
+        wait, margin = until - time.time(), written_margin(spacing)
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
             after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
-            if auth not in self.began:  # an earlier run's last request may still run: its deadline
-                claimed = max(spacing, self.timeout)
-        asked = await take_slot(self.frontier, auth, claimed, wait, told=told if self.shared else None,
+        asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
                                 held=held, hold=hold, book=self.shared,
                                 margin=margin if written else None)  # fmt: skip
-        if not self.shared:
-            self.began.add(auth)
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
             return None, token, asked

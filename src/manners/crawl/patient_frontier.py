@@ -110,8 +110,8 @@ class Patient:
     async def revisits(self, now: float) -> Revisits:
         return await self._call(lambda: self.inner.revisits(now))
 
-    async def recover(self, owner: str | None = None) -> int:
-        return await self._call(lambda: self.inner.recover(owner))
+    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
+        return await self._call(lambda: self.inner.recover(owner, running))
 
     def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:
         todo = dict(urls) if isinstance(urls, Mapping) else list(urls)

@@ -133,7 +133,7 @@ class Worker:
         self._lost: set[str] = set()  # tokens of leases this worker learnt it lost (one ledger line each)
         self._unconfirmed: dict[str, Page] = {}  # URL -> its page, recorded, its settling not yet committed
         self._requests: Gate | None = None  # the requests in flight (_gate)
-        self._sent: dict[str, int] = {}  # authority -> page requests made to it in this run (its rank)
+        self._sent: dict[str, tuple[int, int]] = {}  # authority -> (pages asked of it, queued): its rank
         self._asking = 0  # leases being asked for, each a page reserved against --max-pages
 
     def _gate(self) -> Gate:
@@ -457,12 +457,11 @@ class Worker:
             return True
         refused = await self._refused(auth)
         if refused is not None:
-            self._finish(
-                Page(
-                    url, "skipped", lease.depth, time.time(), item_type=answers.item_type(url), reason=refused
-                )
-            )
+            self._finish(Page(url, "skipped", lease.depth, time.time(), item_type=answers.item_type(url),
+                              reason=refused))  # fmt: skip
             return True
+        sent = self._sent[auth][0] if auth in self._sent else await self.frontier.host_done(auth)
+        self._sent[auth] = (sent, lease.queued)  # before robots.txt, which a resumed run asks again
         decision = await self.robot.decide(url)
         if decision.outcome in ("unreachable", "retry") and not decision.stale:
             return await self._robots_failed(auth, lease, decision)
@@ -491,7 +490,7 @@ class Worker:
         self.stats.waiting.pop(auth, None)
         gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
-        async with gate.place(rank(self._sent.get(auth, 0), lease.queued)):  # one of ``concurrency``
+        async with gate.place(rank(*self._sent[auth])):  # one of ``concurrency``
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
                 honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
@@ -503,7 +502,7 @@ class Worker:
         the next request is spaced from the ledger's line too, even if no connection is made."""
         url = lease.url
         self.stats.requests += 1
-        self._sent[auth] = self._sent.get(auth, 0) + 1
+        self._sent[auth] = (self._sent[auth][0] + 1, lease.queued)
         visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
