@@ -159,3 +159,31 @@ def test_a_run_killed_with_a_start_uncommitted_spaces_that_host_from_its_restart
         await again.close()
 
     asyncio.run(test())
+
+
+def test_a_renewal_that_meets_the_workers_own_settling_reports_no_lease_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A renewal asks for the leases held when it began.  One that this worker settled meanwhile
+    (committed, its confirmation still to come) is gone from the frontier, but not lost: no
+    warning that its work is dropped, no ``lease-lost`` line (one process printed one in 200,000
+    requests, where no other worker could have taken a lease)."""
+    from manners.crawl import Crawler
+
+    url = "gemini://h.example/p"
+
+    async def test() -> list[str]:
+        async with Crawler("testbot", (), tmp_path / "out", cache="memory") as crawler:
+            await crawler.frontier.add(url, 0)
+            lease = await crawler.frontier.lease(authority(url), crawler.owner, 60.0)
+            assert lease is not None
+            crawler._leased[url] = lease
+            crawler._unconfirmed[url] = Page(url, "fetched", 0, time.time())  # recorded, settling
+            await crawler.frontier.done(url, "fetched", page=True, token=lease.token)  # committed
+            await crawler._renew()
+            return [p.read_text() for p in crawler.ledger.paths]
+
+    with caplog.at_level("WARNING", logger="manners.crawl"):
+        ledgers = asyncio.run(test())
+    assert not [m for m in caplog.messages if "lease" in m], caplog.messages
+    assert not any("lease-lost" in text for text in ledgers)

@@ -256,6 +256,25 @@ def test_one_process_resumed_waits_out_a_request_its_last_run_may_have_left_in_f
     with_frontiers(test, lambda: open_frontier(tmp_path / "frontier.sqlite3"))
 
 
+def test_one_process_keeps_a_hosts_start_as_its_request_was_written(tmp_path: Path) -> None:
+    """The start a run leaves in the frontier is when its host's last request was written, not
+    when its connection was begun (a handshake, or a busy loop, before it): a resumed run spaces
+    a host whose last answer was read from there, as the run before spaced it."""
+
+    async def test(f: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=False, lease=30.0, timeout=0.6)
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()  # the connection begun
+            await asyncio.sleep(0.3)  # its handshake
+            leaving(written=True)
+            written = time.time()
+        left = await f.claim(A, 1.0)  # refused: the seconds until 1.0 after the start kept
+        assert left >= 1.0 - (time.time() - written) - CLOCK, left
+
+    with_frontiers(test, lambda: open_frontier(tmp_path / "frontier.sqlite3"))
+
+
 class AnsweredLate:
     """A frontier whose claims' answers are read ``late`` seconds after they were given, as by a
     process stopped with the answer in its socket."""

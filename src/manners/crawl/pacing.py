@@ -150,7 +150,8 @@ class Pacing:
 
         Yields the callback the client calls as its connection is begun and again as its request
         is written (``leaving``).  In one process, ``auth``'s start is stamped at the first call
-        (claimed with no spacing), and the next request is spaced from the last: from when this
+        (claimed with no spacing) and once the request is written, and the next request is spaced
+        from the last: from when this
         one's request truly left, not from when its slot was granted nor from when its
         connection was begun (the name lookup, the handshake and a busy event loop come in
         between, and a server sees the request when its bytes come); its one task per host
@@ -187,8 +188,8 @@ class Pacing:
             now = time.monotonic()
             if not written and asked is not None and (ago := now - asked) >= self.keeps:  # each attempt
                 raise LeaseLost(f"its turn at {auth} was claimed {ago:.1f} s before it could be sent")
-            if token is None:
-                if not left:  # the connection is begun: stamped in the store once
+            if token is None:  # stamped in the store as the connection is begun and as the request
+                if not left or written:  # is written: a run resumed spaces this host from the latter
                     stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
                 self.left[auth] = now  # and here at each call: the next is spaced from the last
             left.append(now)

@@ -251,12 +251,13 @@ class Worker:
         """This worker's leases, extended while their URLs are handled (waiting for the host's turn,
         fetching, settling): only a dead or stuck worker's leases expire.  One found no longer held
         (this worker was stopped, or cut off, past it) is written to the ledger as lost: its slot
-        claim or its settling will be refused, and that URL's work dropped."""
+        claim or its settling will be refused, and that URL's work dropped.  One settled here
+        meanwhile is gone too, but not lost: its settling's answer tells (``_confirm``)."""
         if self._leased:
             held = {url: lease.token for url, lease in self._leased.items()}
             for url in await self.frontier.renew(held, self.owner, self.lease):
                 lease = self._leased.get(url)
-                if lease is not None and lease.token == held[url]:
+                if lease is not None and lease.token == held[url] and url not in self._unconfirmed:
                     self._lease_lost(lease, "renewal found the lease expired and taken back")
 
     def _lease_lost(self, lease: Lease, reason: str) -> None:
