@@ -150,12 +150,11 @@ class Pacing:
 
         Yields the callback the client calls as its connection is begun and again as its request
         is written (``leaving``).  In one process, ``auth``'s start is stamped at the first call
-        (claimed with no spacing) and once the request is written, and the next request is spaced
-        from the last: from when this
-        one's request truly left, not from when its slot was granted nor from when its
-        connection was begun (the name lookup, the handshake and a busy event loop come in
-        between, and a server sees the request when its bytes come); its one task per host
-        sends the next request only after this one's answer.
+        (claimed with no spacing) and once the request is written, and the next request is
+        spaced from the last: from when this one's request truly left, not from when its slot
+        was granted nor from when its connection was begun (the name lookup, the handshake and
+        a busy event loop come in between, and a server sees the request when its bytes come);
+        its one task per host sends the next request only after this one's answer.
 
         On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
         other worker's claim succeeds while it is there.  It is renewed while the request runs
