@@ -46,7 +46,7 @@ from . import urls
 from .archive import Archive
 from .frontier import PAGES, Patient, is_shared, open_frontier, shown
 from .identity import IDENTITY, CrawlMismatch, check_seed, read_settings, settle_identity
-from .inflight import ROBOTS, rank
+from .inflight import robots_rank
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .pacing import Pacing
 from .page import Page, Stats
@@ -424,11 +424,9 @@ class Crawler(Worker):
 
     async def _fetch_robots(self, location: str) -> FetchResult:
         """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
-        one of the requests in flight (``concurrency``) while it runs: ahead of every page for a
-        host that shows itself by it, as its page would be for one whose pages were asked before
-        (its copy expired, or a resumed run's cache is empty: ``inflight.rank``)."""
-        sent, queued = self._sent.get(urls.authority(location), (0, 0))
-        async with self._gate().place(rank(sent, queued) if sent else (ROBOTS, 0)):
+        one of the requests in flight (``concurrency``) while it runs, at its rank there
+        (``inflight.robots_rank``)."""
+        async with self._gate().place(robots_rank(*self._sent.get(urls.authority(location), (0, 0)))):
             return await self.pacing.fetch_robots(location, self.robot)
 
 

@@ -84,6 +84,12 @@ def rank(sent: int, queued: int) -> tuple[int, float]:
     return (DISCOVERING, queued) if sent < DISCOVERY else (RANKED, queued / (sent + 1))
 
 
+def robots_rank(sent: int, queued: int) -> tuple[int, float]:
+    """A robots.txt fetch's rank: the top one for a host none of whose pages were asked (it shows
+    the host), else its next page's (its copy expired, or a resumed run's cache is empty)."""
+    return rank(sent, queued) if sent else (ROBOTS, 0)
+
+
 class Gate:
     """``places`` requests on the wire at once; when more want one, the highest rank goes
     first (first come, first served among equals).  A place is handed from the request that
