@@ -51,7 +51,6 @@ class Connection:
     opened: float  # time.time()
     opened_monotonic: float
     request: bytes | None = None  # Gopher: the request line without CRLF (None: none seen)
-    asked_monotonic: float | None = None  # a fault server's: when the request line was read
     closed: float | None = None  # time.time()
     to_server: int = 0  # bytes relayed client -> server
     to_client: int = 0  # bytes relayed server -> client
@@ -287,7 +286,7 @@ def fault_server(
             runner.writers.add(writer)
             try:
                 line = await asyncio.wait_for(reader.readline(), 30)
-                conn.request, conn.asked_monotonic = line.rstrip(b"\r\n"), time.monotonic()
+                conn.request = line.rstrip(b"\r\n")
                 if fault == "silent":
                     await asyncio.sleep(3600)
                 elif fault == "close":

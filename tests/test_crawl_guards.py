@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from manners.crawl.client import gemini_get, gopher_get, request_problem
+from manners.crawl.client import gopher_get, request_problem
 from manners.crawl.frontier import PAGES, SQLiteFrontier
 from manners.crawl.outdir import CrawlFileError, DirLock, prepare
 from manners.crawl.records import PageLog
@@ -144,40 +144,6 @@ def test_a_dirty_gopher_request_is_never_written(url: str) -> None:
         time.sleep(0.2)
         assert r.error is not None and r.error.startswith("not sent")
         assert server.connections == []
-
-
-class _Ahead:
-    """A ``Leaving`` for a connection begun ``early`` seconds ahead of its request's turn."""
-
-    def __init__(self, early: float) -> None:
-        self.early, self.calls = early, []  # type: float, list[str]
-
-    def __call__(self, written: bool = False) -> None:
-        self.calls.append("written" if written else "begun")
-
-    async def ready(self) -> None:
-        self.calls.append("ready")
-        await asyncio.sleep(self.early)
-
-
-@pytest.mark.parametrize("scheme", ["gemini", "gopher"])
-def test_a_connection_made_ahead_of_its_turn_writes_its_request_only_at_the_turn(scheme: str) -> None:
-    """The crawler may begin a connection before its request's slot (``Pacing.lead``): the
-    request waits on it, written only once ``ready`` returns, so the server reads it no sooner."""
-    early = 0.3
-    answer = b"20 text/gemini\r\nhi\r\n" if scheme == "gemini" else b"hi\r\n"
-    with fault_server("answer", scheme, answer=answer) as server:
-        url = f"{scheme}://127.0.0.1:{server.port}/" + ("" if scheme == "gemini" else "0/a")
-        leaving = _Ahead(early)
-        if scheme == "gemini":
-            r = asyncio.run(gemini_get(url, timeout=3, max_bytes=1000, known_hosts={}, leaving=leaving))
-        else:
-            r = asyncio.run(gopher_get(url, timeout=3, max_bytes=1000, leaving=leaving))
-        assert r.error is None and r.body.startswith(b"hi")
-        assert leaving.calls == ["begun", "ready", "written"]
-        (conn,) = server.connections
-        assert conn.asked_monotonic is not None
-        assert conn.asked_monotonic - conn.opened_monotonic >= early - 0.02
 
 
 # -- the directory ----------------------------------------------------------------------------

@@ -30,10 +30,6 @@ class Leaving(Protocol):
 
     def __call__(self, written: bool = False) -> object: ...
 
-    async def ready(self) -> None:
-        """Awaited once the connection is made, just before the request is written: the
-        connection may have been begun ahead of the request's turn, which this waits for."""
-
 
 def request_problem(line: bytes, *, search_allowed: bool = False) -> str | None:
     """Why a request line (without its CRLF) must not be sent, or None when it is clean.
@@ -140,8 +136,6 @@ async def _gemini(
         if before is None:
             known_hosts[key] = fingerprint
         changed = before is not None and before != fingerprint
-        if leaving is not None:
-            await leaving.ready()
         writer.write(request)
         if leaving is not None:
             leaving(written=True)
@@ -200,8 +194,6 @@ async def _gopher(
     reader, writer = await connect(host, port, deadlines, leaving=leaving)
     try:
         peer = _peer(writer)
-        if leaving is not None:
-            await leaving.ready()
         writer.write(request)
         if leaving is not None:
             leaving(written=True)

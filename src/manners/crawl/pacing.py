@@ -14,39 +14,21 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from ..cache import LeaseLost, take_slot, written_margin
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
 from . import urls
+from .client import Leaving
 from .frontier import Frontier, FrontierError, Lease
 from .records import Ledger
 from .tasks import cancelled
 
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
-LEAD_SHARE = 0.5  # one process: a connection begins at most this share of the spacing before its slot
-SETUP_WEIGHT = 0.125  # the weight of a connection's set-up time in its host's running estimate
 log = logging.getLogger("manners.crawl")
-
-
-class Departure:
-    """What ``holding`` yields the client (a ``Leaving``): the calls as a request's connection is
-    begun and once it is written, and ``ready``, awaited just before it is written, which waits
-    until ``write_at`` (monotonic; None: at once): the connection may have been begun early
-    (``Pacing.lead``), the request goes no sooner than its slot."""
-
-    def __init__(self, stamp: Callable[[bool], None], write_at: float | None) -> None:
-        self._stamp, self._write_at = stamp, write_at
-
-    def __call__(self, written: bool = False) -> None:
-        self._stamp(written)
-
-    async def ready(self) -> None:
-        if self._write_at is not None and (wait := self._write_at - time.monotonic()) > 0:
-            await asyncio.sleep(wait)
 
 
 class Pacing:
@@ -71,11 +53,7 @@ class Pacing:
         self.granted: dict[str, float] = {}  # authority -> when that turn's claim was asked (monotonic)
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
-        # one process, authority -> when its last page request was written, when its connection
-        # was begun (monotonic), and how long its connections take to set up (a running mean)
-        self.left: dict[str, float] = {}
-        self.begun: dict[str, float] = {}
-        self.setup: dict[str, float] = {}
+        self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -120,17 +98,6 @@ class Pacing:
         asked = self.granted.get(auth)
         return asked is None or time.monotonic() - asked < self.keeps
 
-    def lead(self, auth: str, spacing: float) -> float:
-        """How long before its request's slot one process begins the connection to ``auth``: as
-        long as its connections have taken to set up (name, TCP, TLS), at most ``LEAD_SHARE`` of
-        the spacing; 0 on a fleet.  The request itself is written no sooner than its slot
-        (``holding``), and the connection no sooner than the spacing after the last one's, so a
-        server sees the spacing both between connections and between requests, not the spacing
-        plus a handshake between requests (a round trip or two on a real network)."""
-        if self.shared:
-            return 0.0
-        return min(self.setup.get(auth, 0.0), spacing * LEAD_SHARE)
-
     async def _take(
         self,
         auth: str,
@@ -164,14 +131,12 @@ class Pacing:
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
         wait, margin = until - time.time(), written_margin(spacing)
-        lead = self.lead(auth, spacing) if written else 0.0
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
-            after = max(self.left.get(auth, -spacing) + spacing + margin - lead,  # monotonic
-                        self.begun.get(auth, -spacing) + spacing + margin)  # fmt: skip
+            after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
         asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
                                 held=held, hold=hold, book=self.shared,
-                                margin=margin - lead if written else None)  # fmt: skip
+                                margin=margin if written else None)  # fmt: skip
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
             return None, token, asked
@@ -180,7 +145,7 @@ class Pacing:
         return until, token, asked
 
     @contextlib.asynccontextmanager
-    async def holding(self, auth: str, spacing: float) -> AsyncIterator[Departure]:
+    async def holding(self, auth: str, spacing: float) -> AsyncIterator[Leaving]:
         """One request at a time per host, fleet-wide, spaced from when it truly left.
 
         Yields the callback the client calls as its connection is begun and again as its request
@@ -217,7 +182,6 @@ class Pacing:
         renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
         left: list[float] = []
-        last = self.left.get(auth) if token is None else None  # the write before, if this process made it
 
         def leaving(written: bool = False) -> None:
             now = time.monotonic()
@@ -226,18 +190,11 @@ class Pacing:
             if token is None:  # stamped in the store as the connection is begun and as the request
                 if not left or written:  # is written: a run resumed spaces this host from the latter
                     stamps.append(asyncio.ensure_future(self.frontier.claim(auth, 0.0)))
-                if written:  # and here: the next request is spaced from this one's write, its
-                    self.left[auth] = now  # connection from this one's
-                    if left:
-                        took = now - left[-1]
-                        known = self.setup.get(auth)
-                        self.setup[auth] = took if known is None else known + (took - known) * SETUP_WEIGHT
-                else:
-                    self.begun[auth] = now
+                self.left[auth] = now  # and here at each call: the next is spaced from the last
             left.append(now)
 
         try:
-            yield Departure(leaving, None if last is None else last + spacing + written_margin(spacing))
+            yield leaving
         finally:
             if renewer is not None:
                 await cancelled(renewer)
@@ -317,5 +274,4 @@ class Pacing:
                 await self._release(asked[-1] if asked else first, token, first_spacing)
             if not self.shared:
                 for auth in dict.fromkeys(asked):
-                    self.left[auth] = self.begun[auth] = time.monotonic()  # its page's connection and
-                    await self.frontier.claim(auth, 0.0)  # request both spaced from this end
+                    await self.frontier.claim(auth, 0.0)
