@@ -394,13 +394,5 @@ def test_one_process_claims_a_page_turn_ahead_by_a_claims_time_and_begins_it_at_
         assert min(gaps) >= step - CLOCK, gaps
         assert max(gaps) < step + SLOW_CLAIM / 2, gaps  # claimed ahead (by the first one), sent at the slot
         assert pacing.claiming is not None and abs(pacing.claiming - SLOW_CLAIM) < SLOW_CLAIM / 2
-        # a process that has not sent to the host (a resumed run) cannot hold its request back to
-        # the slot, so it claims no turn there ahead, however long its claims elsewhere took
-        resumed = Pacing(f, Ledger(tmp_path / "again.jsonl", "w"), shared=False, lease=30.0, timeout=5.0)
-        resumed.claiming = SLOW_CLAIM  # timed on other hosts; this claim is quick
-        await resumed.turn(A, SPACING)
-        async with resumed.holding(A, SPACING) as leaving:
-            leaving()
-            assert left is not None and time.monotonic() - left >= step - CLOCK
 
     with_frontiers(test, lambda: open_frontier(tmp_path / "frontier.sqlite3"))

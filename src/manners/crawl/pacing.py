@@ -136,8 +136,8 @@ class Pacing:
         wait, margin = until - time.time(), written_margin(spacing)
         ahead = 0.0
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
-            if written and auth in self.left:  # claimed ahead of the slot by as long as claims take,
-                ahead = min(self.claiming or 0.0, spacing * AHEAD_SHARE)  # sent at it (``holding``)
+            if written:  # claimed ahead of the slot by as long as claims take; sent at it (``holding``)
+                ahead = min(self.claiming or 0.0, spacing * AHEAD_SHARE)
             after = self.left.get(auth, -spacing) + spacing + margin - ahead  # monotonic
             wait = max(wait, after - time.monotonic())
         asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
