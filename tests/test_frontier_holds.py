@@ -342,57 +342,10 @@ def test_a_page_turn_is_spaced_from_its_written_request_by_the_smaller_margin(
             leaving()
             leaving(written=True)
             left = time.monotonic()
-        ahead = min(pacing.claiming or 0.0, SPACING / 2)  # one process claims ahead by a claim's time
-        assert (ahead > 0) is not shared
         await pacing.turn(A, SPACING)
-        assert time.monotonic() - left >= SPACING + written_margin(SPACING) - ahead - CLOCK
-        async with pacing.holding(A, SPACING) as leaving:
-            assert time.monotonic() - left >= SPACING + written_margin(SPACING) - CLOCK  # begun at the slot
+        assert time.monotonic() - left >= SPACING + written_margin(SPACING) - CLOCK
         assert abs(written_margin(SPACING) - 0.005) < 1e-9 and written_margin(SPACING) < claim_margin(SPACING)
         turns = [s for s in asked.spacings if s > 0]  # one process stamps its start with a claim of 0
-        due = SPACING + written_margin(SPACING)
-        assert len(turns) >= 2 and abs(turns[0] - due) < 1e-9 and abs(turns[-1] - due + ahead) < 1e-9, turns
+        assert turns and all(abs(s - SPACING - written_margin(SPACING)) < 1e-9 for s in turns), turns
 
     with_frontiers(test, opener)
-
-
-class SlowClaims(Asked):
-    """A frontier whose claims of a slot take ``SLOW_CLAIM`` seconds (a busy frontier's transaction)."""
-
-    async def claim(self, key: str, spacing: float, *args: object) -> float:
-        if spacing > 0:
-            await asyncio.sleep(SLOW_CLAIM)
-        return await super().claim(key, spacing, *args)
-
-
-SLOW_CLAIM = 0.04
-
-
-def test_one_process_claims_a_page_turn_ahead_by_a_claims_time_and_begins_it_at_its_slot(
-    tmp_path: Path,
-) -> None:
-    """A turn's claim takes time (the frontier's transaction, behind the others of a busy crawl):
-    claimed at the slot, every request to a host left the spacing and that time after the last
-    one.  One process claims a page's turn as long before its slot as its claims have taken, and
-    begins the request at the slot, not before: never closer than the spacing to the last one,
-    and no later for the claim."""
-
-    async def test(f: Frontier) -> None:
-        slow = SlowClaims(f)
-        pacing = Pacing(slow, Ledger(tmp_path / "requests.jsonl", "w"), shared=False, lease=30.0, timeout=5.0)  # type: ignore[arg-type]
-        gaps: list[float] = []
-        left: float | None = None
-        for _ in range(4):
-            await pacing.turn(A, SPACING)
-            async with pacing.holding(A, SPACING) as leaving:
-                leaving()
-                if left is not None:
-                    gaps.append(time.monotonic() - left)
-                leaving(written=True)
-                left = time.monotonic()
-        step = SPACING + written_margin(SPACING)
-        assert min(gaps) >= step - CLOCK, gaps
-        assert max(gaps) < step + SLOW_CLAIM / 2, gaps  # claimed ahead (by the first one), sent at the slot
-        assert pacing.claiming is not None and abs(pacing.claiming - SLOW_CLAIM) < SLOW_CLAIM / 2
-
-    with_frontiers(test, lambda: open_frontier(tmp_path / "frontier.sqlite3"))

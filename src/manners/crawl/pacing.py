@@ -28,8 +28,6 @@ from .tasks import cancelled
 
 SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
-AHEAD_SHARE = 0.5  # one process: a page's turn is claimed at most this share of its spacing before its slot
-CLAIM_WEIGHT = 0.125  # the weight of a claim's time in the running mean of them
 log = logging.getLogger("manners.crawl")
 
 
@@ -56,7 +54,6 @@ class Pacing:
         self.asked: dict[str, float] = {}  # authority -> the end of a 44's wait, until a request honours it
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
-        self.claiming: float | None = None  # one process: how long a page turn's claim takes (a running mean)
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
@@ -134,20 +131,12 @@ class Pacing:
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
         wait, margin = until - time.time(), written_margin(spacing)
-        ahead = 0.0
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
-            if written:  # claimed ahead of the slot by as long as claims take; sent at it (``holding``)
-                ahead = min(self.claiming or 0.0, spacing * AHEAD_SHARE)
-            after = self.left.get(auth, -spacing) + spacing + margin - ahead  # monotonic
+            after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
         asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
                                 held=held, hold=hold, book=self.shared,
-                                margin=margin - ahead if written else None)  # fmt: skip
-        if written and not self.shared:
-            took = time.monotonic() - asked
-            self.claiming = (
-                took if self.claiming is None else self.claiming + (took - self.claiming) * CLAIM_WEIGHT
-            )
+                                margin=margin if written else None)  # fmt: skip
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
             return None, token, asked
@@ -187,9 +176,6 @@ class Pacing:
         and their pages were asked again)."""
         token = self.handed.pop(auth, None)
         asked = self.granted.pop(auth, None)
-        if token is None and (wait := self.left.get(auth, -spacing) + spacing + written_margin(spacing)
-                              - time.monotonic()) > 0:  # fmt: skip
-            await asyncio.sleep(wait)  # one process's turn, claimed ahead of its slot: not begun before it
         if token is not None and not await self.frontier.renew_hold(auth, token, self.hold_for):
             log.warning("the hold on %s was not held when its request was to leave: not sent", auth)
             raise LeaseLost(f"its hold on {auth} was gone before its request could be sent")
@@ -288,5 +274,4 @@ class Pacing:
                 await self._release(asked[-1] if asked else first, token, first_spacing)
             if not self.shared:
                 for auth in dict.fromkeys(asked):
-                    self.left[auth] = time.monotonic()  # its page's turn, claimed ahead, sent after this
                     await self.frontier.claim(auth, 0.0)
