@@ -154,7 +154,13 @@ class Pacing:
         spaced from the last: from when this one's request truly left, not from when its slot
         was granted nor from when its connection was begun (the name lookup, the handshake and
         a busy event loop come in between, and a server sees the request when its bytes come);
-        its one task per host sends the next request only after this one's answer.
+        its one task per host sends the next request only after this one's answer.  Nor is the
+        next connection begun ahead of its slot, though its set-up (TCP, TLS) then adds to every
+        gap: a server may stamp a request as its connection is accepted, as its first bytes (a
+        ClientHello) come, or as its request line is read, and only a connection begun after the
+        last request's bytes were written is the spacing after it by all three.  Begun as far
+        ahead as connections took to be made, a busy event loop sent a ClientHello 13 ms or more after
+        its connection was begun, and a server saw two connections 191 ms apart for 200.
 
         On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
         other worker's claim succeeds while it is there.  It is renewed while the request runs
