@@ -159,8 +159,8 @@ class Pacing:
         gap: a server may stamp a request as its connection is accepted, as its first bytes (a
         ClientHello) come, or as its request line is read, and only a connection begun after the
         last request's bytes were written is the spacing after it by all three.  Begun as far
-        ahead as connections took to be made, a busy event loop sent a ClientHello 13 ms or more after
-        its connection was begun, and a server saw two connections 191 ms apart for 200.
+        ahead as connections took to be made, one's ClientHello left a busy event loop 13 ms or
+        more after it was begun, and a server saw two connections 191 ms apart for 200.
 
         On a fleet, ``turn`` took a hold on ``auth`` with its slot, in the same atomic step: no
         other worker's claim succeeds while it is there.  It is renewed while the request runs
