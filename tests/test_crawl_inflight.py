@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import time
+import uuid
 
 import pytest
 
 from manners.crawl import inflight
-from manners.crawl.inflight import SPARE_FILES, fit_descriptors, hosts_at_once
+from manners.crawl.inflight import SPARE_FILES, Hosts, fit_descriptors, hosts_at_once
+from manners.crawl.redis_frontier import open_redis_frontier
 
 
 class Limits:
@@ -67,6 +70,40 @@ def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytes
     with caplog.at_level(logging.WARNING, logger="manners.crawl"):
         assert fit_descriptors(1000) == 256 - SPARE_FILES
     assert "--concurrency 1000 needs" in caplog.text
+
+
+def test_a_fleet_worker_starts_every_new_host_and_keeps_its_cap_of_the_others(redis_port: int) -> None:
+    """At 4,400 hosts a fleet's workers, 128 hosts at once each, started the 400 holes (named
+    last) 400 s into the crawl, the biggest hole among them: a host none of whose URLs was leased
+    is started whatever the cap, and one past its first pages is left to the fleet when the
+    worker keeps ``cap`` others."""
+    names = [f"gemini://h{i:03d}.example" for i in range(100)]
+
+    async def main() -> None:
+        f = open_redis_frontier(f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}")
+        try:
+            for name in names:
+                await f.add_many([f"{name}/{i}" for i in range(10)], 0)
+            hosts = Hosts(8, shared=True)
+            started = await hosts.to_start(f, time.time(), (), set(), "me")
+            assert sorted(started) == [f"{n}:1965" for n in names]  # every one, though the cap is 8
+            assert hosts.new == set(started)
+            for a in started:  # each has its first URL leased: none is new any more
+                assert await f.lease(a, "me", 60) is not None
+            assert await hosts.to_start(f, time.time(), started, set(), "me") == []
+            kept = started[:8]
+            for a in kept:  # their first pages read, each kept: 8, the cap
+                assert not hosts.leave(a, inflight.DISCOVERY, len(started))
+            assert not hosts.leave(started[8], inflight.DISCOVERY - 1, len(started))  # still reading
+            assert hosts.leave(started[8], inflight.DISCOVERY, len(started))  # read, 8 kept: left
+            hosts.new.clear()  # the others left too
+            assert await hosts.to_start(f, time.time(), kept, set(), "me") == []  # 8 kept: the cap
+            assert len(await hosts.to_start(f, time.time(), kept[:5], set(), "me")) == 3
+            assert not Hosts(8, shared=False).leave(started[0], 100, 1000)  # one process keeps all
+        finally:
+            await f.close()
+
+    asyncio.run(main())
 
 
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:

@@ -113,10 +113,10 @@ def test_the_dispatcher_does_not_walk_the_ready_hosts_after_every_page(
     looks = 0
     ready = SQLiteFrontier.ready_authorities
 
-    async def counted(self: SQLiteFrontier, *args: Any) -> list[str]:
+    async def counted(self: SQLiteFrontier, *args: Any, **kwargs: Any) -> list[str]:
         nonlocal looks
         looks += 1
-        return await ready(self, *args)
+        return await ready(self, *args, **kwargs)
 
     monkeypatch.setattr(SQLiteFrontier, "ready_authorities", counted)
     with jetforce_hosts([root]) as jet:

@@ -57,8 +57,12 @@ class Patient:
     def lease(self, authority: str, owner: str, ttl: float) -> Awaitable[Lease | None]:
         return self._call(lambda: self.inner.lease(authority, owner, ttl))
 
-    async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
-        return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit))
+    async def ready_authorities(
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False, owner: str = ""
+    ) -> list[str]:
+        return await self._call(
+            lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh, owner=owner)
+        )
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         return await self._call(lambda: self.inner.busiest(n))

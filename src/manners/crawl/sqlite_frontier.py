@@ -295,13 +295,17 @@ class SQLiteFrontier:
 
     # -- authorities --------------------------------------------------------------------------
 
-    async def ready_authorities(self, now: float, exclude: Collection[str], limit: int) -> list[str]:
+    async def ready_authorities(
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False, owner: str = ""
+    ) -> list[str]:
         if limit <= 0:
             return []
         skip = set(exclude)
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
-            " WHERE eligible_at IS NOT NULL AND eligible_at <= ? ORDER BY queued DESC, last_leased LIMIT ?",
+            " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
+            + (" AND last_leased = 0" if fresh else "")
+            + " ORDER BY queued DESC, last_leased LIMIT ?",
             (now, limit + len(skip)),
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]

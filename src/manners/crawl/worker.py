@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import Gate, fit_descriptors, hosts_at_once, rank
+from .inflight import Gate, Hosts, fit_descriptors, hosts_at_once, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -62,6 +62,7 @@ GAVE_UP_META = "gave-up:"  # frontier meta: a host given up in this crawl (JSON:
 GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
 HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
 LOOK_EVERY = 0.01  # seconds between two looks for ready hosts, at least (links are queued by the hundred)
+FLEET_LOOK_EVERY = 0.1  # a fleet's worker: each look is Redis calls that walk the fleet's hosts ready
 CAP_EVERY = 60.0  # seconds between two checks that no revisit is due beyond --revisit-max
 UNREACHABLE_MEANS = ": robots.txt is unreachable, so everything is disallowed"  # fetch.outcome.unreachable
 _Settling = tuple[Awaitable[int], Page, bool]  # the frontier's commit, the page, whether to look again
@@ -161,6 +162,7 @@ class Worker:
 
     async def _run(self) -> None:
         POLICY.set(self.policy)  # this task's context: its workers and their robots.txt fetches inherit it
+        self._hosts = Hosts(hosts_at_once(self.concurrency, self.shared), self.shared)  # which to start
         active = self._active
         upkeep = [
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
@@ -179,13 +181,10 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                free = hosts_at_once(self.concurrency, self.shared) - len(active)
-                if free > 0:
-                    ready = await self.frontier.ready_authorities(now, set(active) | self._full, free)
-                    for auth in ready:
-                        task = asyncio.ensure_future(self._work(auth))
-                        active[auth] = task
-                        task.add_done_callback(functools.partial(self._ended, active, auth))
+                for auth in await self._hosts.to_start(self.frontier, now, active, self._full, self.owner):
+                    task = asyncio.ensure_future(self._work(auth))
+                    active[auth] = task
+                    task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
                 # looked at again when the next host not at work is due (a parked one's retry
                 # comes at its slot), when a worker ends, or when links are queued
@@ -201,7 +200,7 @@ class Worker:
                     await self._refresh_counts()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
-                if (soon := LOOK_EVERY - (time.time() - now)) > 0:  # each look walks the hosts at work
+                if (soon := (FLEET_LOOK_EVERY if self.shared else LOOK_EVERY) - (time.time() - now)) > 0:
                     await asyncio.sleep(soon)
                 self._wake.clear()
             self.stats.completed = not self._stop.is_set() and self._failure is None
@@ -302,6 +301,7 @@ class Worker:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
         the others' requests in flight finish or go back to the queue."""
         active.pop(auth, None)
+        self._hosts.new.discard(auth)
         if not task.cancelled() and task.exception() is not None and self._failure is None:
             exc = task.exception()
             self._failure = CrawlFileError(describe(exc, self.out)) if isinstance(exc, OSError) else exc
@@ -399,7 +399,7 @@ class Worker:
                 settling = self._settling.pop(lease.url, None)
                 if settling is None:  # back in the queue (a retry, its host parked): no longer ours
                     self._leased.pop(lease.url, None)
-                if not again:
+                if not again or self._hosts.leave(auth, self._sent.get(auth, (0, 0))[0], len(self._active)):
                     break
             await self._confirm(settling)
         finally:
