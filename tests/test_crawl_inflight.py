@@ -72,11 +72,11 @@ def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytes
     assert "--concurrency 1000 needs" in caplog.text
 
 
-def test_a_fleet_worker_starts_every_new_host_and_keeps_its_cap_of_the_others(redis_port: int) -> None:
+def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port: int) -> None:
     """At 4,400 hosts a fleet's workers, 128 hosts at once each, started the 400 holes (named
-    last) 400 s into the crawl, the biggest hole among them: a host none of whose URLs was leased
-    is started whatever the cap, and one past its first pages is left to the fleet when the
-    worker keeps ``cap`` others."""
+    last) 400 s into the crawl, the biggest hole among them: the hosts kept filled the places,
+    and new hosts waited for them.  New hosts have places of their own, and one whose first
+    pages are read is kept, or left to the fleet when the worker keeps ``cap`` others."""
     names = [f"gemini://h{i:03d}.example" for i in range(100)]
 
     async def main() -> None:
@@ -84,22 +84,21 @@ def test_a_fleet_worker_starts_every_new_host_and_keeps_its_cap_of_the_others(re
         try:
             for name in names:
                 await f.add_many([f"{name}/{i}" for i in range(10)], 0)
-            hosts = Hosts(8, shared=True)
-            started = await hosts.to_start(f, time.time(), (), set(), "me")
-            assert sorted(started) == [f"{n}:1965" for n in names]  # every one, though the cap is 8
-            assert hosts.new == set(started)
-            for a in started:  # each has its first URL leased: none is new any more
+            me = Hosts(8, shared=True)
+            first = await me.to_start(f, time.time(), (), set())
+            assert len(first) == 16 and len(me.new) == 8 and me.new < set(first)  # 8 new, 8 kept
+            for a in first:
                 assert await f.lease(a, "me", 60) is not None
-            assert await hosts.to_start(f, time.time(), started, set(), "me") == []
-            kept = started[:8]
-            for a in kept:  # their first pages read, each kept: 8, the cap
-                assert not hosts.leave(a, inflight.DISCOVERY, len(started))
-            assert not hosts.leave(started[8], inflight.DISCOVERY - 1, len(started))  # still reading
-            assert hosts.leave(started[8], inflight.DISCOVERY, len(started))  # read, 8 kept: left
-            hosts.new.clear()  # the others left too
-            assert await hosts.to_start(f, time.time(), kept, set(), "me") == []  # 8 kept: the cap
-            assert len(await hosts.to_start(f, time.time(), kept[:5], set(), "me")) == 3
-            assert not Hosts(8, shared=False).leave(started[0], 100, 1000)  # one process keeps all
+            assert await me.to_start(f, time.time(), first, set()) == []  # 8 new and 8 kept at work
+            new = sorted(me.new)
+            assert not me.leave(new[0], inflight.DISCOVERY - 1, len(first))  # still reading
+            assert me.leave(new[0], inflight.DISCOVERY, len(first))  # read, 8 kept already: left
+            kept = sorted(set(first) - set(new))
+            assert not me.leave(kept[0], 100, len(first))  # started as a kept one: never left
+            active = [a for a in first if a != new[0]]
+            more = await me.to_start(f, time.time(), active, set())
+            assert len(more) == 1 and not set(more) & set(first)  # one new host for the one left
+            assert not Hosts(8, shared=False).leave(first[0], 100, 1000)  # one process keeps every one
         finally:
             await f.close()
 

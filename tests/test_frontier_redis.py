@@ -263,8 +263,8 @@ def test_busiest_builds_its_index_for_a_crawl_made_before_it(fleet: Callable[[],
 
 
 def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener: Opener) -> None:
-    """What a fleet's worker starts beyond its cap (``inflight.Hosts``): the hosts whose first
-    pages nobody has asked yet, the most queued first."""
+    """What a fleet's worker starts as new hosts (``inflight.Hosts``), the most queued first, and
+    the others."""
 
     async def test(f: Frontier) -> None:
         for name, n in (("a", 1), ("b", 5), ("c", 3)):
@@ -276,6 +276,7 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
         assert await f.ready_authorities(time.time(), (), 10, fresh=True) == [C, A]
         assert await f.ready_authorities(time.time(), [C], 10, fresh=True) == [A]
         assert await f.ready_authorities(time.time(), (), 10) == [B, C, A]  # b: 4 queued
+        assert await f.ready_authorities(time.time(), (), 10, fresh=False) == [B]
 
     with_frontiers(test, opener)
 
@@ -724,25 +725,3 @@ def test_a_redis_stopped_and_restarted_with_its_aof_loses_nothing(tmp_path: Path
             await f.close()
 
     asyncio.run(main())
-
-
-def test_a_host_another_worker_leased_moments_ago_is_left_to_it(
-    fleet: Callable[[], RedisFrontier], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two workers both working a host each read its robots.txt and space their requests by what
-    each has read: a worker asking for ready hosts as ``owner`` gets none another worker leased
-    a URL of in the last ``AT_WORK`` seconds, its own still."""
-    monkeypatch.setattr(redis_frontier, "AT_WORK", 1.0)
-
-    async def test(one: RedisFrontier, two: RedisFrontier) -> None:
-        for name, n in (("a", 4), ("b", 2)):
-            await one.add_many([f"gemini://{name}.example/{i}" for i in range(n)], 0)
-        assert await one.lease(A, "one", 60) is not None
-        leased = time.time()
-        assert await two.ready_authorities(time.time(), (), 10, owner="two") == [B]
-        assert await one.ready_authorities(time.time(), (), 10, owner="one") == [A, B]
-        assert await two.ready_authorities(time.time(), (), 10) == [A, B]  # no owner: every one
-        await asyncio.sleep(max(leased + 1.2 - time.time(), 0))
-        assert await two.ready_authorities(time.time(), (), 10, owner="two") == [A, B]
-
-    with_frontiers(test, fleet, workers=2)

@@ -58,11 +58,9 @@ class Patient:
         return self._call(lambda: self.inner.lease(authority, owner, ttl))
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False, owner: str = ""
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool | None = None
     ) -> list[str]:
-        return await self._call(
-            lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh, owner=owner)
-        )
+        return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh))
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         return await self._call(lambda: self.inner.busiest(n))

@@ -136,7 +136,6 @@ _CHUNK = 1000  # URLs queued per script call: a big add_many must not hold Redis
 _ALL = "\0all"  # the ordering key of the changes that touch every authority
 _MAKING = 5.0  # seconds a joining worker waits for the markers another worker is writing
 _CLOCKS = 5.0  # seconds the clocks of a Cluster's nodes may differ by
-AT_WORK = 5.0  # seconds after a worker leased a host's URL that the others leave the host to it
 
 
 def _partly(stamps: list[float | None]) -> bool:
@@ -413,7 +412,7 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False, owner: str = ""
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool | None = None
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
@@ -421,10 +420,9 @@ class RedisFrontier:
         if limit <= 0:
             return []
         skip = set(exclude)
-        top = 0 if fresh else "+inf"
-        found = await self._each_shard(
-            self._ready, now, top, owner, AT_WORK if owner else 0, last=[limit + n for n in per_shard(skip)]
-        )
+        low, high = {None: ("-inf", "+inf"), True: ("-inf", 0), False: ("(0", "+inf")}[fresh]
+        last = [limit + n for n in per_shard(skip)]
+        found = await self._each_shard(self._ready, now, low, high, last=last)
         turns = sorted(
             (-int(size), float(t), name)
             for flat in found

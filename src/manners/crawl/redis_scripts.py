@@ -169,7 +169,7 @@ store(a, url, r)
 local t = clock()
 redis.call('HSET', P .. 'held', url, cmsgpack.pack(ARGV[6], ARGV[3], a))
 redis.call('ZADD', P .. 'leases', score(t + tonumber(ARGV[4])), url)
-redis.call('HSET', key('a', a), 'turn', score(t), 'by', ARGV[3])
+redis.call('HSET', key('a', a), 'turn', score(t))
 refresh(a)
 count('queued', -1)
 count('in_flight', 1)
@@ -432,25 +432,20 @@ end
 return out
 """
 
-# ARGV: prefix, now, top, owner, recent, want.  The first ``want`` authorities ready at ``now`` in
-# turn order, with their turns and how many URLs each has queued (the caller starts the biggest
-# first): a walk over ``turn`` up to ``top`` (0: authorities none of whose URLs was ever leased;
-# '+inf': all) that skips those not due yet, as SQLite walks its index, and those another owner
-# than ``owner`` leased in the last ``recent`` seconds (on the server's clock): at work there.
+# ARGV: prefix, now, low, high, want.  The first ``want`` authorities ready at ``now`` in turn
+# order, with their turns and how many URLs each has queued (the caller starts the biggest
+# first): a walk over ``turn`` from ``low`` to ``high`` (a turn of 0: none of the authority's
+# URLs was ever leased) that skips those not due yet, as SQLite walks its index.
 READY = """
 alive()
-local now, top, owner, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[6])
-local since = clock() - tonumber(ARGV[5])
-local function elsewhere(a, turn)
-  return tonumber(turn) > since and redis.call('HGET', key('a', a), 'by') ~= owner
-end
+local now, low, high, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
 local out, start, step = {}, 0, want
 while #out < 3 * want do
-  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
+  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', low, high, 'WITHSCORES', 'LIMIT', start, step)
   if #chunk == 0 then break end
   for i = 1, #chunk, 2 do
     local due = redis.call('ZSCORE', P .. 'due', chunk[i])
-    if due and tonumber(due) <= now and #out < 3 * want and not elsewhere(chunk[i], chunk[i + 1]) then
+    if due and tonumber(due) <= now and #out < 3 * want then
       out[#out + 1] = chunk[i]
       out[#out + 1] = chunk[i + 1]
       out[#out + 1] = redis.call('ZCARD', key('q', chunk[i]))
