@@ -276,7 +276,6 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
         assert await f.ready_authorities(time.time(), (), 10, fresh=True) == [C, A]
         assert await f.ready_authorities(time.time(), [C], 10, fresh=True) == [A]
         assert await f.ready_authorities(time.time(), (), 10) == [B, C, A]  # b: 4 queued
-        assert await f.ready_authorities(time.time(), (), 10, fresh=False) == [B]
 
     with_frontiers(test, opener)
 

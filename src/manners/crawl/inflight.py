@@ -41,7 +41,7 @@ from .frontier_protocol import Frontier
 log = logging.getLogger("manners.crawl")
 
 HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
-FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: hosts at once per request in flight, new ones and others each
+FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
@@ -85,6 +85,10 @@ class Hosts:
         if free <= 0:
             return new
         return new + await frontier.ready_authorities(now, busy.union(new), free)
+
+    def ended(self, auth: str) -> None:
+        """``auth``'s task here ended (drained, left, or failed)."""
+        self.new.discard(auth)
 
     def leave(self, auth: str, sent: int, active: int) -> bool:
         """Whether to leave ``auth`` to the fleet now that ``sent`` of its pages were asked, with

@@ -58,7 +58,7 @@ class Patient:
         return self._call(lambda: self.inner.lease(authority, owner, ttl))
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool | None = None
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
     ) -> list[str]:
         return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh))
 

@@ -412,7 +412,7 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool | None = None
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
@@ -420,9 +420,8 @@ class RedisFrontier:
         if limit <= 0:
             return []
         skip = set(exclude)
-        low, high = {None: ("-inf", "+inf"), True: ("-inf", 0), False: ("(0", "+inf")}[fresh]
         last = [limit + n for n in per_shard(skip)]
-        found = await self._each_shard(self._ready, now, low, high, last=last)
+        found = await self._each_shard(self._ready, now, 0 if fresh else "+inf", last=last)
         turns = sorted(
             (-int(size), float(t), name)
             for flat in found

@@ -432,16 +432,16 @@ end
 return out
 """
 
-# ARGV: prefix, now, low, high, want.  The first ``want`` authorities ready at ``now`` in turn
-# order, with their turns and how many URLs each has queued (the caller starts the biggest
-# first): a walk over ``turn`` from ``low`` to ``high`` (a turn of 0: none of the authority's
-# URLs was ever leased) that skips those not due yet, as SQLite walks its index.
+# ARGV: prefix, now, top, want.  The first ``want`` authorities ready at ``now`` in turn order,
+# with their turns and how many URLs each has queued (the caller starts the biggest first): a
+# walk over ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf': all)
+# that skips those not due yet, as SQLite walks its index.
 READY = """
 alive()
-local now, low, high, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local now, top, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out, start, step = {}, 0, want
 while #out < 3 * want do
-  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', low, high, 'WITHSCORES', 'LIMIT', start, step)
+  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
   if #chunk == 0 then break end
   for i = 1, #chunk, 2 do
     local due = redis.call('ZSCORE', P .. 'due', chunk[i])

@@ -296,7 +296,7 @@ class SQLiteFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool | None = None
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
     ) -> list[str]:
         if limit <= 0:
             return []
@@ -304,7 +304,7 @@ class SQLiteFrontier:
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
-            + {None: "", True: " AND last_leased = 0", False: " AND last_leased > 0"}[fresh]
+            + (" AND last_leased = 0" if fresh else "")
             + " ORDER BY queued DESC, last_leased LIMIT ?",
             (now, limit + len(skip)),
         ).fetchall()

@@ -301,7 +301,7 @@ class Worker:
         """A worker ended; one that failed (a crawl file that cannot be written) ends the crawl:
         the others' requests in flight finish or go back to the queue."""
         active.pop(auth, None)
-        self._hosts.new.discard(auth)
+        self._hosts.ended(auth)
         if not task.cancelled() and task.exception() is not None and self._failure is None:
             exc = task.exception()
             self._failure = CrawlFileError(describe(exc, self.out)) if isinstance(exc, OSError) else exc
