@@ -123,8 +123,7 @@ class Frontier(Protocol):
         ``running`` (owner None: one process starting on what a killed run left): seconds a
         request that run had in flight may still be answered (its deadline); each such host's
         start is stamped that far ahead, so its next request waits for it.  A host with nothing
-        in flight waits only its spacing after its last start: its last answer was read; so does
-        one whose URL was leased but whose turn was not claimed since (no request left for it)."""
+        in flight waits only its spacing after its last start: its last answer was read."""
         ...
 
     def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:

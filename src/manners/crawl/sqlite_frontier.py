@@ -199,15 +199,9 @@ class SQLiteFrontier:
 
             def back(db: sqlite3.Connection) -> int:
                 # a run that ended with these in flight: no commit after them took their hosts'
-                # starts along (``_write``), and their servers may still be answering them.  Only
-                # where a turn was claimed since the URL was leased: a request leaves after its
-                # claim is committed, which stamps its host's start, so a host whose last start
-                # is older than its last lease was waiting for its turn and has nothing out (at a
-                # kill mid-crawl, most hosts at work: 1,485 had a URL leased)
+                # starts along (``_write``), and their servers may still be answering them
                 db.execute(
-                    "INSERT INTO starts SELECT DISTINCT u.authority, ?1 FROM urls u"
-                    " JOIN authorities a ON a.authority = u.authority JOIN starts s ON s.key = u.authority"
-                    " WHERE u.state = 'in_flight' AND s.at >= a.last_leased"
+                    "INSERT INTO starts SELECT DISTINCT authority, ?1 FROM urls WHERE state = 'in_flight'"
                     " ON CONFLICT (key) DO UPDATE SET at = max(at, ?1)",
                     (time.time() + running,),
                 )
