@@ -280,6 +280,53 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
     with_frontiers(test, opener)
 
 
+def test_idle_ready_authorities_are_the_most_queued_at_work_nowhere(opener: Opener) -> None:
+    """A fleet's kept hosts (``inflight.Hosts``): most queued first, whatever their turns, and
+    none leased in the last ``idle`` seconds (another worker is at work on it).  In turn order,
+    a host left to the fleet after its first pages waited behind every host left before it."""
+
+    async def test(f: Frontier) -> None:
+        small = [f"gemini://s{i:02d}.example:1965" for i in range(40)]
+        for name in small:
+            await f.add_many([f"{name}/{i}" for i in range(3)], 0)
+        await f.add_many([f"gemini://big.example/{i}" for i in range(30)], 0)
+        big = "gemini://big.example:1965"
+        for name in [*small, big]:  # each leased once, the big one last
+            lease = await f.lease(name, "other", 60)
+            assert lease is not None
+            await f.done(lease.url, "fetched")
+        await asyncio.sleep(0.1)
+        assert (await f.ready_authorities(time.time(), (), 1, idle=0.05)) == [big]
+        assert (await f.ready_authorities(time.time(), [big], 1, idle=0.05))[0] in small
+        lease = await f.lease(big, "other", 60)  # at work again: not before idle seconds
+        assert lease is not None
+        assert big not in await f.ready_authorities(time.time(), (), 100, idle=30)
+        assert big in await f.ready_authorities(time.time(), (), 100)  # without idle: every ready one
+        assert await f.ready_authorities(time.time(), (), 100, idle=30) == []  # every one leased since
+        await asyncio.sleep(0.1)
+        assert (await f.ready_authorities(time.time(), (), 1, idle=0.05)) == [big]
+
+    with_frontiers(test, opener)
+
+
+def test_an_idle_host_whose_slot_is_booked_ahead_is_at_work(fleet: Callable[[], RedisFrontier]) -> None:
+    """A host of a long spacing is leased seldom: its slot booked ahead shows a worker waits on it."""
+
+    async def test(f: RedisFrontier) -> None:
+        for name in ("a", "b"):
+            await f.add_many([f"gemini://{name}.example/{i}" for i in range(5)], 0)
+            lease = await f.lease(f"gemini://{name}.example:1965", "other", 60)
+            assert lease is not None
+            await f.done(lease.url, "fetched")
+        await asyncio.sleep(0.1)
+        assert set(await f.ready_authorities(time.time(), (), 10, idle=0.05)) == {A, B}
+        await f.book(A, 30.0)
+        assert await f.ready_authorities(time.time(), (), 10, idle=0.05) == [B]
+        assert set(await f.ready_authorities(time.time(), (), 10)) == {A, B}
+
+    with_frontiers(test, fleet)
+
+
 def test_ready_authorities_take_turns_and_skip_busy_ones(opener: Opener) -> None:
     async def test(f: Frontier) -> None:
         for name in ("a", "b", "c"):

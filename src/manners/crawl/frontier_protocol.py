@@ -38,13 +38,21 @@ class Frontier(Protocol):
         ...
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        idle: float | None = None,
     ) -> list[str]:
         """Authorities with a URL ready at ``now``, not parked, not in ``exclude``.
 
         The most queued first (a crawl lasts as long as its biggest host, so those start first),
         then the least recently leased, so every authority gets its turn.  ``fresh``: only those
-        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``)."""
+        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``).  ``idle``
+        (seconds): only those none of whose URLs was leased in the last ``idle`` seconds (a fleet's
+        kept hosts: another worker is at work on one leased since), most queued first."""
         ...
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:

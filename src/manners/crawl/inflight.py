@@ -43,6 +43,7 @@ log = logging.getLogger("manners.crawl")
 HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
+IDLE = 2.0  # a fleet's kept host leased by none for this long (nor its slot booked ahead) is at work nowhere
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
@@ -62,7 +63,9 @@ class Hosts:
     reads every host's first pages in the crawl's first minutes, as one process does, and a
     host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
-    and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  More
+    and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  Kept ones
+    are taken most queued first among those at work nowhere (``IDLE``): taken least recently
+    leased first, a host left after its first pages waited behind every host left before it.  More
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
     places, which are held longer (at 1,024 hosts each, two workers at the default size made
     50-190 requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16
@@ -84,7 +87,8 @@ class Hosts:
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
         if free <= 0:
             return new
-        return new + await frontier.ready_authorities(now, busy.union(new), free)
+        idle = IDLE if self.shared else None
+        return new + await frontier.ready_authorities(now, busy.union(new), free, idle=idle)
 
     def ended(self, auth: str) -> None:
         """``auth``'s task here ended (drained, left, or failed)."""

@@ -412,16 +412,25 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        idle: float | None = None,
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
-        fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
-        ones), merged here."""
+        fleet's leases); each shard gives its first ``limit`` (plus its excluded ones) in turn
+        order, or with ``idle`` in size order, skipping too the hosts whose next slot is booked
+        ahead, merged here."""
         if limit <= 0:
             return []
         skip = set(exclude)
         last = [limit + n for n in per_shard(skip)]
-        found = await self._each_shard(self._ready, now, 0 if fresh else "+inf", last=last)
+        found = await self._each_shard(
+            self._ready, now, 0 if fresh else "+inf", "" if idle is None else idle, last=last
+        )
         turns = sorted(
             (-int(size), float(t), name)
             for flat in found

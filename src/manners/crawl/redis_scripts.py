@@ -432,23 +432,41 @@ end
 return out
 """
 
-# ARGV: prefix, now, top, want.  The first ``want`` authorities ready at ``now`` in turn order,
-# with their turns and how many URLs each has queued (the caller starts the biggest first): a
-# walk over ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf': all)
-# that skips those not due yet, as SQLite walks its index.
+# ARGV: prefix, now, top, idle, want.  The first ``want`` authorities ready at ``now``, with their
+# turns and how many URLs each has queued (the caller starts the biggest first).  Without ``idle``
+# (''): a walk over ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf':
+# all) that skips those not due yet, as SQLite walks its index.  With ``idle`` (seconds): a fleet's
+# kept hosts, a walk over ``size``, most queued first, that skips as well those leased in the
+# last ``idle`` seconds and those whose next slot is booked ahead (on the server's clock: a worker
+# is at work on them).  In turn order, a host
+# left to the fleet after its first pages waited behind every host left before it, whatever its
+# queue (at 4,400 hosts, 329 s).
 READY = """
 alive()
-local now, top, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now, top, idle, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local out, start, step = {}, 0, want
+local t = idle and clock()
+-- whether a worker is at work on a: for the walk with ``idle``
+local function at_work(a, turn)
+  if turn > t - idle then return true end
+  return tonumber(redis.call('GET', key('slot', a)) or '0') > t
+end
 while #out < 3 * want do
-  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
+  local chunk, width = nil, 2
+  if idle then
+    chunk, width = redis.call('ZREVRANGE', P .. 'size', start, start + step - 1), 1
+  else
+    chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
+  end
   if #chunk == 0 then break end
-  for i = 1, #chunk, 2 do
-    local due = redis.call('ZSCORE', P .. 'due', chunk[i])
-    if due and tonumber(due) <= now and #out < 3 * want then
-      out[#out + 1] = chunk[i]
-      out[#out + 1] = chunk[i + 1]
-      out[#out + 1] = redis.call('ZCARD', key('q', chunk[i]))
+  for i = 1, #chunk, width do
+    local a = chunk[i]
+    local turn = tonumber(idle and (redis.call('ZSCORE', P .. 'turn', a) or 0) or chunk[i + 1])
+    local due = redis.call('ZSCORE', P .. 'due', a)
+    if #out < 3 * want and due and tonumber(due) <= now and not (idle and at_work(a, turn)) then
+      out[#out + 1] = a
+      out[#out + 1] = score(turn)
+      out[#out + 1] = redis.call('ZCARD', key('q', a))
     end
   end
   start, step = start + step, step * 2

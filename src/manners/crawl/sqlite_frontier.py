@@ -296,17 +296,24 @@ class SQLiteFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        idle: float | None = None,
     ) -> list[str]:
         if limit <= 0:
             return []
         skip = set(exclude)
+        rested = idle is not None and not fresh  # not leased in the last ``idle`` seconds
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
-            + (" AND last_leased = 0" if fresh else "")
+            + (" AND last_leased = 0" if fresh else " AND last_leased <= ?" if rested else "")
             + " ORDER BY queued DESC, last_leased LIMIT ?",
-            (now, limit + len(skip)),
+            (now, *([time.time() - (idle or 0.0)] if rested else []), limit + len(skip)),
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]
 
