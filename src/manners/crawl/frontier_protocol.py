@@ -52,7 +52,8 @@ class Frontier(Protocol):
         then the least recently leased, so every authority gets its turn.  ``fresh``: only those
         none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``).  ``idle``
         (seconds): only those none of whose URLs was leased in the last ``idle`` seconds (a fleet's
-        kept hosts: another worker is at work on one leased since), most queued first."""
+        kept hosts: another worker is at work on one leased since), the most URLs queued per URL
+        settled first (as ``inflight.rank``: a host's queue grows only as its pages are read)."""
         ...
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:

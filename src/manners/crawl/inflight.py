@@ -67,8 +67,8 @@ class Hosts:
     host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
     and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  Kept ones
-    are taken most queued first among those at work nowhere (``IDLE``): taken least recently
-    leased first, a host left after its first pages waited behind every host left before it.  More
+    are taken by ``rank`` among those at work nowhere (``IDLE``): taken least recently leased
+    first, a host left after its first pages waited behind every host left before it.  More
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
     places, which are held longer (at 1,024 hosts each, two workers at the default size made
     50-190 requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16

@@ -22,6 +22,8 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 - ``N:{N:k}:turn``    sorted set, the same authorities -> when they were last leased.
 - ``N:{N:k}:size``    sorted set, the same authorities -> how many URLs each has queued
   (``busiest``: the progress display's and status's biggest hosts).
+- ``N:{N:k}:rank``    sorted set, the same authorities -> URLs queued per URL settled, plus one
+  (the order a fleet's worker takes hosts to keep in: ``ready_authorities`` with ``idle``).
 - ``N:{N:k}:parked``  sorted set, AUTH -> end of its park.
 - ``N:{N:k}:revisit`` sorted set, URL -> due, of the queued URLs visited before (for status).
 - ``N:{N:k}:leases``  sorted set, URL in flight -> lease expiry (server time);
@@ -422,8 +424,8 @@ class RedisFrontier:
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` (plus its excluded ones) in turn
-        order, or with ``idle`` in size order, skipping too the hosts whose next slot is booked
-        ahead, merged here."""
+        order, merged here.  With ``idle``, the highest URLs queued per URL settled first
+        (``rank``), skipping too the hosts whose next slot is booked ahead."""
         if limit <= 0:
             return []
         skip = set(exclude)
@@ -432,9 +434,9 @@ class RedisFrontier:
             self._ready, now, 0 if fresh else "+inf", "" if idle is None else idle, last=last
         )
         turns = sorted(
-            (-int(size), float(t), name)
+            (-float(order), float(t), name)
             for flat in found
-            for name, t, size in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
+            for name, t, order in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
         )
         return [name for _, _, name in turns if name not in skip][:limit]
 

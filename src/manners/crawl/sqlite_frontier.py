@@ -312,7 +312,8 @@ class SQLiteFrontier:
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
             + (" AND last_leased = 0" if fresh else " AND last_leased <= ?" if rested else "")
-            + " ORDER BY queued DESC, last_leased LIMIT ?",
+            + (" ORDER BY queued * 1.0 / (done + kept + 1) DESC" if rested else " ORDER BY queued DESC")
+            + ", last_leased LIMIT ?",
             (now, *([time.time() - (idle or 0.0)] if rested else []), limit + len(skip)),
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]
