@@ -349,3 +349,20 @@ def test_a_page_turn_is_spaced_from_its_written_request_by_the_smaller_margin(
         assert turns and all(abs(s - SPACING - written_margin(SPACING)) < 1e-9 for s in turns), turns
 
     with_frontiers(test, opener)
+
+
+def test_a_renewal_with_a_stamp_stamps_the_start_while_the_token_holds(opener: Opener) -> None:
+    """A request that waited for a place after its claim stamps its host's start again once it is on
+    record (the next is spaced from that too): on a fleet in the renewal's step, a call fewer."""
+
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, 5.0, None, ("a", 30.0)) == 0
+        await asyncio.sleep(0.6)
+        assert await a.renew_hold(A, "a", 30.0)
+        assert await b.claim(A, 5.0) < 4.5  # spaced from the claim
+        assert not await b.renew_hold(A, "b", 30.0, stamp=True)  # not b's: nothing stamped
+        assert await b.claim(A, 5.0) < 4.5
+        assert await a.renew_hold(A, "a", 30.0, stamp=True)
+        assert await b.claim(A, 5.0) > 4.5  # spaced from the renewal
+
+    with_frontiers(test, opener, workers=2)

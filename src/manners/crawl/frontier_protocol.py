@@ -175,9 +175,11 @@ class Frontier(Protocol):
         late a worker's event loop runs."""
         ...
 
-    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
+    def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> Awaitable[bool]:
         """Extend the hold ``token`` has on ``authority`` to ``ttl`` seconds from now; False (nothing
-        changed) when ``token`` does not hold it (it expired, and may be another's since)."""
+        changed) when ``token`` does not hold it (it expired, and may be another's since).
+        ``stamp``: and stamp ``authority``'s start now in the same step, as ``claim`` with a
+        spacing of 0 does (a request that waited for a place after its claim, now on record)."""
         ...
 
     def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:

@@ -145,7 +145,7 @@ class Pacing:
         return until, token, asked
 
     @contextlib.asynccontextmanager
-    async def holding(self, auth: str, spacing: float) -> AsyncIterator[Leaving]:
+    async def holding(self, auth: str, spacing: float, *, late: bool = False) -> AsyncIterator[Leaving]:
         """One request at a time per host, fleet-wide, spaced from when it truly left.
 
         Yields the callback the client calls as its connection is begun and again as its request
@@ -179,12 +179,18 @@ class Pacing:
         stopped between its claim and its request) sends nothing either.  Both: ``LeaseLost``,
         and its work is dropped.  The call once the request is written refuses nothing: its
         bytes are gone (a refusal there broke off requests the server had already been asked,
-        and their pages were asked again)."""
+        and their pages were asked again).
+
+        ``late``: the request waited (for a place) after its slot was claimed, and is on record
+        now: ``auth``'s start is stamped again, so the next request is spaced from the record
+        too, even if no connection is made; on a fleet in the renewal's step (a call fewer)."""
         token = self.handed.pop(auth, None)
         asked = self.granted.pop(auth, None)
-        if token is not None and not await self.frontier.renew_hold(auth, token, self.hold_for):
+        if token is not None and not await self.frontier.renew_hold(auth, token, self.hold_for, stamp=late):
             log.warning("the hold on %s was not held when its request was to leave: not sent", auth)
             raise LeaseLost(f"its hold on {auth} was gone before its request could be sent")
+        if token is None and late:
+            await self.frontier.claim(auth, 0.0)
         renewer = self._renewing(auth, token) if token is not None else None
         stamps: list[asyncio.Future[float]] = []
         left: list[float] = []

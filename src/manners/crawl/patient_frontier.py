@@ -140,8 +140,8 @@ class Patient:
             return self._call(lambda: self.inner.claim(authority, spacing))
         return self._call(lambda: self.inner.claim(authority, spacing, held, hold))
 
-    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
-        return self._call(lambda: self.inner.renew_hold(authority, token, ttl))
+    def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.renew_hold(authority, token, ttl, stamp=stamp))
 
     def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
         return self._call(lambda: self.inner.release_hold(authority, token, spacing, ago))

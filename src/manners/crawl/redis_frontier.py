@@ -488,9 +488,10 @@ class RedisFrontier:
         args = (authority, spacing, url, token, ttl, holder, hold_ttl)
         return float(await self._run(self._claim_held, shard_of(authority), *args))
 
-    async def renew_hold(self, authority: str, token: str, ttl: float) -> bool:
+    async def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> bool:
         """The hold ``token`` has on ``authority`` extended to ``ttl`` s from now (server's clock)."""
-        return bool(await self._run(self._renew_hold, shard_of(authority), authority, token, ttl))
+        args = (authority, token, ttl, "1" if stamp else "")
+        return bool(await self._run(self._renew_hold, shard_of(authority), *args))
 
     async def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> bool:
         """The hold ``token`` has on ``authority`` ended; its start (``ago`` seconds before now)

@@ -356,12 +356,16 @@ end
 return '0'
 """
 
-# ARGV: prefix, authority, token, ttl.  Extends the hold ``token`` has on the authority to ``ttl``
-# seconds from now: 1, or 0 when it does not hold it (nothing changed).
+# ARGV: prefix, authority, token, ttl, stamp.  Extends the hold ``token`` has on the authority to
+# ``ttl`` seconds from now, and with a stamp ('1', else '') stamps its start now as ``CLAIM`` with a
+# spacing of 0 does: 1, or 0 when it does not hold it (nothing changed).
 RENEW_HOLD = """
 alive()
 if redis.call('GET', key('hold', ARGV[2])) ~= ARGV[3] then return 0 end
 redis.call('PEXPIRE', key('hold', ARGV[2]), math.max(1, math.ceil(tonumber(ARGV[4]) * 1000)))
+if ARGV[5] == '1' then
+  redis.call('SET', key('start', ARGV[2]), string.format('%.6f', clock()), 'PX', 60000)
+end
 return 1
 """
 

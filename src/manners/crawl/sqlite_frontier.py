@@ -409,13 +409,15 @@ class SQLiteFrontier:
 
         return self._write(take)
 
-    def renew_hold(self, authority: str, token: str, ttl: float) -> Awaitable[bool]:
+    def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> Awaitable[bool]:
         def renew(db: sqlite3.Connection) -> bool:
             now = time.time()
             changed = db.execute(
                 "UPDATE holds SET until = ? WHERE authority = ? AND token = ? AND until > ?",
                 (now + ttl, authority, token, now),
             ).rowcount
+            if changed and stamp:
+                stamp_start(db, authority, now)
             return changed > 0
 
         return self._write(renew)

@@ -186,15 +186,17 @@ class Worker:
                     active[auth] = task
                     task.add_done_callback(functools.partial(self._ended, active, auth))
                 self.stats.hosts_active = len(active)
-                # looked at again when the next host not at work is due (a parked one's retry
-                # comes at its slot), when a worker ends, or when links are queued
-                at = await self.frontier.next_ready_at(set(active) | self._full)
+                # looked at again when the next host not at work is due (a parked one's retry comes
+                # at its slot), when a worker ends, or when links are queued; a fleet's worker at
+                # work, every FLEET_LOOK_EVERY whatever is due (16 Redis scripts a look saved)
+                busy = active and self.shared
+                at = None if busy else await self.frontier.next_ready_at(set(active) | self._full)
                 if not active and (at is None or (at > now + self.max_delay and not self.revisit)):
                     await self._refresh_counts()
                     if not self.stats.in_flight:
                         break  # nothing left but hosts parked for longer than max_delay
                     at = now + 0.5  # other workers' pages in flight may bring links, or die and come back
-                longest = 0.1 if active and self.shared else 0.5  # others' links, unseen here
+                longest = 0.1 if busy else 0.5  # others' links, unseen here
                 pause = longest if at is None else min(max(at - time.time(), 0.001), longest)
                 if time.monotonic() - self._counted > 0.5:
                     await self._refresh_counts()
@@ -509,10 +511,8 @@ class Worker:
             visiting.started = time.time()
         what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
-        if late:
-            await self.frontier.claim(auth, 0.0)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
-        async with self.pacing.holding(auth, spacing) as leaving:
+        async with self.pacing.holding(auth, spacing, late=late) as leaving:
             if url.startswith("gemini:"):
                 response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
                                             known_hosts=self.known_hosts, leaving=leaving)  # fmt: skip
