@@ -280,10 +280,11 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
     with_frontiers(test, opener)
 
 
-def test_idle_ready_authorities_are_the_most_queued_at_work_nowhere(opener: Opener) -> None:
-    """A fleet's kept hosts (``inflight.Hosts``): most queued first, whatever their turns, and
-    none leased in the last ``idle`` seconds (another worker is at work on it).  In turn order,
-    a host left to the fleet after its first pages waited behind every host left before it."""
+def test_growing_hosts_are_those_at_work_nowhere_that_grow_most(opener: Opener) -> None:
+    """The hosts a fleet's worker may take to keep (``inflight.Hosts``): those growing most first,
+    whatever their turns, and none leased in the last ``idle`` seconds (another worker is at work
+    on it).  In turn order, a host left to the fleet after its first pages waited behind every
+    host left before it."""
 
     async def test(f: Frontier) -> None:
         small = [f"gemini://s{i:02d}.example:1965" for i in range(40)]
@@ -296,20 +297,20 @@ def test_idle_ready_authorities_are_the_most_queued_at_work_nowhere(opener: Open
             assert lease is not None
             await f.done(lease.url, "fetched")
         await asyncio.sleep(0.1)
-        assert (await f.ready_authorities(time.time(), (), 1, idle=0.05)) == [big]
-        assert (await f.ready_authorities(time.time(), [big], 1, idle=0.05))[0] in small
+        assert await f.growing(time.time(), (), 1, 0.05) == [(big, 29 / 2)]
+        assert (await f.growing(time.time(), [big], 1, 0.05))[0] in [(name, 1.0) for name in small]
         lease = await f.lease(big, "other", 60)  # at work again: not before idle seconds
         assert lease is not None
-        assert big not in await f.ready_authorities(time.time(), (), 100, idle=30)
-        assert big in await f.ready_authorities(time.time(), (), 100)  # without idle: every ready one
-        assert await f.ready_authorities(time.time(), (), 100, idle=30) == []  # every one leased since
+        assert big not in dict(await f.growing(time.time(), (), 100, 30))
+        assert big in await f.ready_authorities(time.time(), (), 100)  # every ready one
+        assert await f.growing(time.time(), (), 100, 30) == []  # every one leased since
         await asyncio.sleep(0.1)
-        assert (await f.ready_authorities(time.time(), (), 1, idle=0.05)) == [big]
+        assert await f.growing(time.time(), (), 1, 0.05) == [(big, 28 / 2)]
 
     with_frontiers(test, opener)
 
 
-def test_idle_ready_authorities_go_by_urls_queued_per_url_settled(opener: Opener) -> None:
+def test_growing_hosts_go_by_urls_queued_per_url_settled(opener: Opener) -> None:
     """Not by URLs queued alone: a host's queue grows only as its pages are read, so the hosts
     read first keep the lead (at 4,400 hosts, the biggest, whose pages link to five each, was
     asked 5 times in 264 s while hosts read longer kept the workers)."""
@@ -324,7 +325,7 @@ def test_idle_ready_authorities_go_by_urls_queued_per_url_settled(opener: Opener
                 await f.done(lease.url, "fetched")
         await asyncio.sleep(0.1)
         assert await f.ready_authorities(time.time(), (), 10) == [A, B]  # the most queued
-        assert await f.ready_authorities(time.time(), (), 10, idle=0.05) == [B, A]  # growing most
+        assert await f.growing(time.time(), (), 10, 0.05) == [(B, 10 / 3), (A, 30 / 31)]
 
     with_frontiers(test, opener)
 
@@ -340,13 +341,13 @@ def test_an_idle_host_whose_slot_is_booked_ahead_is_at_work(fleet: Callable[[], 
             assert lease is not None
             await f.done(lease.url, "fetched")
         await asyncio.sleep(0.1)
-        assert set(await f.ready_authorities(time.time(), (), 10, idle=0.05)) == {A, B}
+        assert {name for name, _ in await f.growing(time.time(), (), 10, 0.05)} == {A, B}
         await f.book(A, 30.0)
-        assert await f.ready_authorities(time.time(), (), 10, idle=0.05) == [B]
+        assert [name for name, _ in await f.growing(time.time(), (), 10, 0.05)] == [B]
         assert set(await f.ready_authorities(time.time(), (), 10)) == {A, B}
         for prefix in f._prefixes:
             await f._redis.delete(prefix + "rank")  # a crawl made before ``rank``: built when first asked
-        assert await f.ready_authorities(time.time(), (), 10, idle=0.05) == [B]
+        assert [name for name, _ in await f.growing(time.time(), (), 10, 0.05)] == [B]
 
     with_frontiers(test, fleet)
 

@@ -38,22 +38,24 @@ class Frontier(Protocol):
         ...
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        idle: float | None = None,
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
     ) -> list[str]:
         """Authorities with a URL ready at ``now``, not parked, not in ``exclude``.
 
         The most queued first (a crawl lasts as long as its biggest host, so those start first),
         then the least recently leased, so every authority gets its turn.  ``fresh``: only those
-        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``).  ``idle``
-        (seconds): only those none of whose URLs was leased in the last ``idle`` seconds (a fleet's
-        kept hosts: another worker is at work on one leased since), the most URLs queued per URL
-        settled first (as ``inflight.rank``: a host's queue grows only as its pages are read)."""
+        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``)."""
+        ...
+
+    async def growing(
+        self, now: float, exclude: Collection[str], limit: int, idle: float
+    ) -> list[tuple[str, float]]:
+        """Authorities with a URL ready at ``now``, not parked, not in ``exclude``, none of whose
+        URLs was leased in the last ``idle`` seconds (at work nowhere: the hosts a fleet's worker
+        may take to keep, ``inflight.Hosts``), each with its URLs queued per URL settled (and
+        one), highest first: how much it still grows, as ``inflight.rank`` ranks requests.  By
+        URLs queued alone the hosts read first keep the lead; by turn, a host left to the fleet
+        waits behind every host left before it, whatever it holds."""
         ...
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:

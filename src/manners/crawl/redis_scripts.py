@@ -81,6 +81,11 @@ local function growth(a, queued)
   local settled = redis.call('HMGET', key('a', a), 'done', 'kept')
   return score(queued / ((tonumber(settled[1]) or 0) + (tonumber(settled[2]) or 0) + 1))
 end
+-- ``rank`` kept up as a URL of a's is settled (its queue unchanged: no ``refresh``).
+local function regrow(a)
+  local queued = redis.call('ZCARD', key('q', a))
+  if queued > 0 then redis.call('ZADD', P .. 'rank', growth(a, queued), a) end
+end
 local function refresh(a)
   local first = redis.call('ZRANGE', key('q', a), 0, 0, 'WITHSCORES')
   if #first == 0 then
@@ -223,6 +228,7 @@ if number > 0 then
     store(a, url, r)
     redis.call('HINCRBY', key('a', a), 'done', 1)
     if not first then redis.call('HINCRBY', key('a', a), 'kept', -1) end
+    regrow(a)
     count('done', 1)
   end
   count('o:' .. ARGV[4], 1)
@@ -249,6 +255,7 @@ if r then
   r[8] = ARGV[4]
   store(a, url, r)
   redis.call('HINCRBY', key('a', a), 'done', 1)
+  regrow(a)
   count('done', 1)
   count('o:' .. ARGV[4], 1)
   if ARGV[5] == '1' then count('o:pages', 1) end

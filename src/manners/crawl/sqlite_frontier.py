@@ -296,27 +296,33 @@ class SQLiteFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        idle: float | None = None,
+        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
     ) -> list[str]:
         if limit <= 0:
             return []
         skip = set(exclude)
-        rested = idle is not None and not fresh  # not leased in the last ``idle`` seconds
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
-            + (" AND last_leased = 0" if fresh else " AND last_leased <= ?" if rested else "")
-            + (" ORDER BY queued * 1.0 / (done + kept + 1) DESC" if rested else " ORDER BY queued DESC")
-            + ", last_leased LIMIT ?",
-            (now, *([time.time() - (idle or 0.0)] if rested else []), limit + len(skip)),
+            + (" AND last_leased = 0" if fresh else "")
+            + " ORDER BY queued DESC, last_leased LIMIT ?",
+            (now, limit + len(skip)),
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]
+
+    async def growing(
+        self, now: float, exclude: Collection[str], limit: int, idle: float
+    ) -> list[tuple[str, float]]:
+        if limit <= 0:
+            return []
+        skip = set(exclude)
+        rows = self._db.execute(  # the ready ones are few beside a crawl's URLs: sorted, not indexed
+            "SELECT authority, queued * 1.0 / (done + kept + 1) AS growth FROM authorities"
+            " WHERE eligible_at IS NOT NULL AND eligible_at <= ? AND last_leased <= ?"
+            " ORDER BY growth DESC, last_leased LIMIT ?",
+            (now, time.time() - idle, limit + len(skip)),
+        ).fetchall()
+        return [(str(name), float(g)) for name, g in rows if name not in skip][:limit]
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         if n <= 0:
