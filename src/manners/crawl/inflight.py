@@ -69,20 +69,20 @@ class Hosts:
     cap for both, the hosts kept filled the places, new ones started only as others were
     drained, and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.
 
-    A host left waits for a worker to take it, and the order it is taken in decides the crawl's
-    length: the hosts at work nowhere (``IDLE``) that grow most (``Frontier.growing``: URLs
-    queued per URL settled, as ``rank`` ranks requests) go first.  Taken least recently leased
-    first, a hole left after its first pages waited 329 s behind every host left before it;
-    taken most queued first, the biggest capsule (five links a page) was asked 5 times in 264 s.
-    Nor do kept places free up by themselves fast enough: 2,116 hosts left waited more than 20 s
-    (median 282 s) while the kept ones, started first, were drained.  So while its kept places
-    are full a worker looks every ``SWAP_EVERY`` for the host at work nowhere that grows most,
-    and takes it in place of the kept one here that grows least, if it grows ``SWAP`` times
-    faster (and at least ``SWAP_FLOOR``): that one is left after its page in flight.  With room
-    and none at work nowhere, it shares hosts another worker is at work on.  More hosts
-    at once than ``cap`` each is slower: each waits longer for one of ``concurrency`` places,
-    which are held longer (at 1,024 hosts each, two workers at the default size made 50-190
-    requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16 open)."""
+    A host left waits for a worker with room, which takes the hosts least recently leased first:
+    left first, taken first.  Kept places free up slowly (at 4,400 hosts, 2,116 hosts left
+    waited more than 20 s, median 282 s, while the kept ones, started first, were drained), so
+    a big host left late waited behind every host left before it (the hole ``h049``, 329 s).
+    So while its kept places are full a worker looks every ``SWAP_EVERY`` for the host at work
+    nowhere (``IDLE``) that grows most (``Frontier.growing``: URLs queued per URL settled, as
+    ``rank`` ranks requests), and takes it in place of the kept one here that grows least if it
+    grows ``SWAP`` times faster (and at least ``SWAP_FLOOR``): that one is left after its page
+    in flight.  Growth is not the order for every place: hundreds of hosts grow as fast as the
+    biggest capsule (five links a page) after its first pages, and taken by growth (or by URLs
+    queued) it was asked 5 times in its first 200 s.  More hosts at once than ``cap`` each is
+    slower: each waits longer for one of ``concurrency`` places, which are held longer (at 1,024
+    hosts each, two workers at the default size made 50-190 requests a second, 3-10 open at the
+    servers, where at 128 they made 270-330, 16 open)."""
 
     def __init__(self, cap: int, shared: bool) -> None:
         self.cap, self.shared = cap, shared
@@ -108,16 +108,13 @@ class Hosts:
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
         if not self.shared:
             return new + (await frontier.ready_authorities(now, busy, free) if free > 0 else [])
-        if free <= 0 and now - self._looked < SWAP_EVERY:
+        if free > 0:
+            return new + await frontier.ready_authorities(now, busy.union(new), free)
+        if now - self._looked < SWAP_EVERY:
             return new
         self._looked = now
-        found = await frontier.growing(now, busy.union(new), max(free, 1), IDLE)
-        if free <= 0:
-            return new + self._swap(found, active, sent or {})
-        taken = [name for name, _ in found]
-        if len(taken) < free:  # none other at work nowhere: share those at work (a small crawl's end)
-            taken += await frontier.ready_authorities(now, busy.union(new, taken), free - len(taken))
-        return new + taken
+        found = await frontier.growing(now, busy.union(new), 1, IDLE)
+        return new + self._swap(found, active, sent or {})
 
     def _swap(
         self, found: list[tuple[str, float]], active: Collection[str], sent: Mapping[str, tuple[int, int]]
