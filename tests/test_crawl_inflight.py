@@ -11,13 +11,10 @@ import logging
 import resource
 import time
 import uuid
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from manners.crawl import inflight, worker
-from manners.crawl.crawler import Crawler
+from manners.crawl import inflight
 from manners.crawl.inflight import SPARE_FILES, Hosts, fit_descriptors, hosts_at_once
 from manners.crawl.redis_frontier import open_redis_frontier
 
@@ -258,91 +255,3 @@ def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
         return gate.free
 
     assert asyncio.run(asyncio.wait_for(main(), 5)) == 1
-
-
-def test_a_lowered_limit_hands_no_place_on_until_fewer_are_taken_a_raised_one_at_once() -> None:
-    async def main() -> list[str]:
-        gate = inflight.Gate(3)
-        got: list[str] = []
-        releases = [asyncio.Event() for _ in range(3)]
-
-        async def holder(n: int) -> None:
-            async with gate.place():
-                await releases[n].wait()
-
-        async def asker(name: str) -> None:
-            async with gate.place(inflight.rank(9, 1)):
-                got.append(name)
-                await asyncio.Event().wait()
-
-        holders = [asyncio.ensure_future(holder(n)) for n in range(3)]
-        await asyncio.sleep(0)
-        askers = [asyncio.ensure_future(asker(name)) for name in ("a", "b")]
-        await asyncio.sleep(0)
-        gate.limit_to(1)
-        releases[0].set()
-        releases[1].set()
-        await asyncio.sleep(0.01)
-        assert got == [] and gate.busy == 1 and gate.locked()  # two ended: 1 taken, the limit
-        releases[2].set()
-        await asyncio.sleep(0.01)
-        assert got == ["a"] and gate.busy == 1  # the third ended: its place handed on
-        gate.limit_to(99)  # at most its places
-        await asyncio.sleep(0.01)
-        assert got == ["a", "b"] and gate.limit == 3 and gate.free == 1
-        for t in askers:
-            t.cancel()
-        await asyncio.gather(*holders, *askers, return_exceptions=True)
-        assert gate.busy == 0
-        return got
-
-    asyncio.run(asyncio.wait_for(main(), 10))
-
-
-def test_steering_takes_places_away_while_the_event_loop_runs_late_and_gives_them_back_after() -> None:
-    """A loop held 20 ms at a time by other work (as by other processes on the cores): the limit
-    falls to its floor; the loop free again, it climbs back to every place."""
-
-    async def main() -> tuple[int, int]:
-        gate = inflight.Gate(16)
-        steering = asyncio.ensure_future(inflight.steer(gate))
-        busy_until = time.monotonic() + 1.5
-        while time.monotonic() < busy_until:
-            time.sleep(0.02)  # the CPU taken from the loop
-            await asyncio.sleep(0)
-        while_late = gate.limit
-        deadline = time.monotonic() + 20
-        while gate.limit < gate.places and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        steering.cancel()
-        return while_late, gate.limit
-
-    while_late, after = asyncio.run(main())
-    assert while_late == 16 * inflight.LIMIT_FLOOR
-    assert after == 16
-
-
-@pytest.mark.parametrize("fleet", [True, False])
-def test_a_fleet_worker_steers_its_gate_and_one_process_does_not(
-    fleet: bool, redis_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One process is the only crawler on its loop, and meets its targets without (its gate's
-    rank orders its own work); a fleet's workers share the cores, and each steers its gate."""
-    steered: list[int] = []
-
-    async def record(gate: inflight.Gate) -> None:
-        steered.append(gate.places)
-        await asyncio.Event().wait()
-
-    monkeypatch.setattr(worker, "steer", record)
-    fleet_kw: dict[str, Any] = {}
-    if fleet:
-        fleet_kw = {"frontier": f"redis://127.0.0.1:{redis_port}/0", "name": f"t{uuid.uuid4().hex[:12]}"}
-
-    async def crawl() -> list[str]:
-        async with Crawler("steerbot", (), tmp_path / "out", cache="memory", concurrency=3, timeout=2,
-                           robots_attempts=1, allow_private=True, **fleet_kw) as crawler:  # fmt: skip
-            return [p.outcome async for p in crawler.crawl(["gemini://127.0.0.1:9/"])]
-
-    assert asyncio.run(asyncio.wait_for(crawl(), 60)) == ["error"]  # nothing listens: robots.txt unreadable
-    assert steered == ([3] if fleet else [])

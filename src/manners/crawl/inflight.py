@@ -48,9 +48,6 @@ SWAP_EVERY = 1.0  # seconds between two looks for a host to take in place of a k
 SWAP, SWAP_FLOOR = 2.0, 1.0  # taken if it grows this many times faster than that one, and this fast
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
-LAG_EVERY = 0.05  # seconds between two looks at how late the event loop runs (``steer``)
-LAG_HIGH, LAG_LOW = 0.005, 0.002  # a timer this late: fewer requests at once; this early: one more
-LIMIT_FLOOR = 0.25  # the share of its places a steered gate keeps, however late the loop runs
 
 
 def hosts_at_once(concurrency: int, shared: bool) -> int:
@@ -191,29 +188,16 @@ def robots_rank(sent: int, queued: int) -> tuple[int, float]:
 class Gate:
     """``places`` requests on the wire at once; when more want one, the highest rank goes
     first (first come, first served among equals).  A place is handed from the request that
-    ends straight to the next, so none is taken out of turn in between.
-
-    ``limit``: how many of the places may be taken now (``steer`` lowers it while the event loop
-    runs late); a request that ends while more are taken gives its place back to nobody."""
+    ends straight to the next, so none is taken out of turn in between."""
 
     def __init__(self, places: int) -> None:
-        self.places = self.limit = places
-        self.busy = 0  # places taken (a waiter handed one counts from then)
+        self.free = places
         self._waiting: list[tuple[tuple[int, float], int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
-    @property
-    def free(self) -> int:
-        return max(self.limit - self.busy, 0)
-
     def locked(self) -> bool:
         """Whether a request asking now would wait."""
-        return self.busy >= self.limit  # a place is free only while nobody waits: each is handed on
-
-    def limit_to(self, limit: int) -> None:
-        """Let ``limit`` places (1 to ``places``) be taken from now on; waiters get any freed."""
-        self.limit = max(1, min(self.places, limit))
-        self._hand_on()
+        return self.free <= 0  # a place is free only while nobody waits: each is handed on
 
     @contextlib.asynccontextmanager
     async def place(self, rank: tuple[int, float] = (ROBOTS, 0)) -> AsyncIterator[None]:
@@ -225,46 +209,19 @@ class Gate:
                 await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():  # handed a place as it was cancelled
-                    self.busy -= 1
                     self._hand_on()
                 raise
         else:
-            self.busy += 1
+            self.free -= 1
         try:
             yield
         finally:
-            self.busy -= 1
             self._hand_on()
 
     def _hand_on(self) -> None:
-        while self._waiting and self.busy < self.limit:
+        while self._waiting:
             _, _, waiter = heapq.heappop(self._waiting)
             if not waiter.done():
                 waiter.set_result(None)
-                self.busy += 1
-
-
-async def steer(gate: Gate) -> None:
-    """Keep ``gate``'s limit to what the CPU serves on time, until cancelled: a fleet's worker.
-
-    A fleet's workers share the machine's cores, and each fills its ``--concurrency`` places.
-    Past what the cores can serve, every event loop runs late, and every request with it: at
-    4 workers on 2 cores the opening rush took 270 requests a second where one process made
-    200, and the biggest host's requests came 400 ms apart where 200 were due: 20 ms waiting
-    for a place, 110 for its turn, 230 from its place to its next lease (the request, its answer,
-    their Redis calls), each step waiting on a loop busy with 15 other requests and 100 queued
-    for a place.  It ran at 2.4 pages a second for 600 s where 4.7 were due, and that set the
-    crawl's length.  The gate already hands places to the hosts that set it
-    first; fewer places make the loop, and so their requests, on time.  So a timer's lateness
-    is watched: each look that finds it ``LAG_HIGH`` late takes a quarter of the limit away
-    (down to ``places * LIMIT_FLOOR``); each that finds it under ``LAG_LOW`` gives one back."""
-    loop = asyncio.get_running_loop()
-    floor = max(1, int(gate.places * LIMIT_FLOOR))
-    while True:
-        asked = loop.time()
-        await asyncio.sleep(LAG_EVERY)
-        late = loop.time() - asked - LAG_EVERY
-        if late > LAG_HIGH:
-            gate.limit_to(max(floor, gate.limit - max(1, gate.limit // 4)))
-        elif late < LAG_LOW and gate.limit < gate.places:
-            gate.limit_to(gate.limit + 1)
+                return
+        self.free += 1

@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import Gate, Hosts, fit_descriptors, hosts_at_once, rank, steer
+from .inflight import Gate, Hosts, fit_descriptors, hosts_at_once, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -107,7 +107,8 @@ class Worker:
     seeds: list[str]
     scope_authorities: set[str]
     policy: AddressPolicy
-    _pages: int  # one crawl()'s, from here: pages requested over the whole crawl, for --max-pages
+    # one crawl()'s
+    _pages: int  # pages requested over the whole crawl, for --max-pages
     _reserved: int
     _slow: dict[str, float]  # authority -> the last 44 backoff without a number
     _full: set[str]  # authorities at max_per_host
@@ -138,8 +139,8 @@ class Worker:
 
     def _gate(self) -> Gate:
         """What a request holds from when it leaves to when its answer is settled: ``concurrency``
-        of them at once (fewer if the process cannot open that many sockets: ``fit_descriptors``;
-        on a fleet, while its event loop runs late: ``steer``).  A host waiting for its turn holds none."""
+        of them at once (fewer if the process cannot open that many sockets:
+        ``inflight.fit_descriptors``).  A host waiting for its turn holds none."""
         if self._requests is None:
             self._requests = Gate(fit_descriptors(self.concurrency))
         return self._requests
@@ -167,7 +168,6 @@ class Worker:
             asyncio.ensure_future(self._every(self.lease / 3, self._renew)),
             asyncio.ensure_future(self._every(self.lease / 2, self.frontier.reclaim)),
             asyncio.ensure_future(self._every(HEARTBEAT, self._heartbeat, at_once=True)),
-            *([asyncio.ensure_future(steer(self._gate()))] if self.shared else []),  # cores shared
         ]
         if self.revisit:  # a fleet's worker whose clock runs ahead keeps writing due times too far off
             upkeep.append(asyncio.ensure_future(self._every(CAP_EVERY, self._cap_due)))
