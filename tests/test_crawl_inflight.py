@@ -105,40 +105,6 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
     asyncio.run(main())
 
 
-def test_a_fleet_worker_keeps_the_host_at_work_nowhere_that_grows_most(
-    redis_port: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """At 4,400 hosts, a hole left to the fleet after its first pages waited 329 s for a worker:
-    kept hosts were taken least recently leased first, so it came after every host left before
-    it.  They are taken growing most first, among those none of whose URLs was leased lately."""
-    monkeypatch.setattr(inflight, "IDLE", 0.05)
-    small = [f"gemini://h{i:03d}.example:1965" for i in range(300)]
-    big = "gemini://big.example:1965"
-
-    async def main() -> None:
-        f = open_redis_frontier(f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}")
-        try:
-            for name in small:
-                await f.add_many([f"{name}/{i}" for i in range(3)], 0)
-            await f.add_many([f"gemini://big.example/{i}" for i in range(50)], 0)
-            for name in [*small, big]:  # every one's first page read, the big one's last
-                lease = await f.lease(name, "other", 60)
-                assert lease is not None
-                await f.done(lease.url, "fetched")
-            await asyncio.sleep(0.1)
-            me = Hosts(8, shared=True)
-            busy = [f"gemini://new{i}.example:1965" for i in range(8)]
-            me.new.update(busy)  # as many new hosts at work as it starts: it asks for kept ones only
-            started = await me.to_start(f, time.time(), busy, set())
-            assert len(started) == 8 and started[0] == big
-            assert await f.lease(big, "other", 60) is not None  # another worker at work on it
-            assert big not in await me.to_start(f, time.time(), busy, set())
-        finally:
-            await f.close()
-
-    asyncio.run(main())
-
-
 def test_a_fleet_worker_with_its_kept_places_full_swaps_its_slowest_for_a_host_growing_faster(
     redis_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
