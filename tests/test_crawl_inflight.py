@@ -105,53 +105,6 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
     asyncio.run(main())
 
 
-def test_a_fleet_worker_with_its_kept_places_full_swaps_its_slowest_for_a_host_growing_faster(
-    redis_port: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Kept places do not free up by themselves fast enough: at 4,400 hosts, 2,116 hosts left to
-    the fleet waited more than 20 s (median 282 s) while the kept ones, started first, were
-    drained.  A host at work nowhere that grows ``SWAP`` times faster than the slowest kept one
-    is taken in its place, which is left after its page in flight."""
-    monkeypatch.setattr(inflight, "IDLE", 0.05)
-    small = [f"gemini://h{i:03d}.example:1965" for i in range(40)]
-    big = "gemini://big.example:1965"
-
-    async def main() -> None:
-        f = open_redis_frontier(f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}")
-        try:
-            for name in small:
-                await f.add_many([f"{name}/{i}" for i in range(3)], 0)
-            await f.add_many([f"gemini://big.example/{i}" for i in range(50)], 0)
-            for name in [*small, big]:
-                lease = await f.lease(name, "other", 60)
-                assert lease is not None
-                await f.done(lease.url, "fetched")
-            await asyncio.sleep(0.1)  # big: 49 queued for 1 settled; each small one 2 for 1
-            new = [f"gemini://new{i}.example:1965" for i in range(8)]
-            kept = small[:8]
-            active = new + kept
-            slow = {a: (inflight.DISCOVERY + 2, 1) for a in kept}  # 1 queued for 6 asked
-            slow[kept[3]] = (inflight.DISCOVERY + 2, 0)  # the slowest
-            fast = {a: (inflight.DISCOVERY + 1, 100) for a in kept}  # 100 queued for 5 asked
-
-            me = Hosts(8, shared=True)
-            me.new.update(new)
-            assert await me.to_start(f, time.time(), active, set(), fast) == []  # none grows faster
-            me = Hosts(8, shared=True)
-            me.new.update(new)
-            assert await me.to_start(f, time.time(), active, set(), slow) == [big]
-            assert me.dropping == {kept[3]}
-            assert await me.to_start(f, time.time(), [*active, big], set(), slow) == []  # a look a second
-            assert me.leave(kept[3], inflight.DISCOVERY + 2, len(active) + 1)  # after its page in flight
-            assert not me.leave(kept[2], inflight.DISCOVERY + 2, len(active) + 1)
-            me.ended(kept[3])
-            assert not me.dropping
-        finally:
-            await f.close()
-
-    asyncio.run(main())
-
-
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:
     assert hosts_at_once(16, shared=False) == inflight.HOSTS_AT_ONCE >= 4000  # the small net's capsules
     assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST

@@ -47,17 +47,6 @@ class Frontier(Protocol):
         none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``)."""
         ...
 
-    async def growing(
-        self, now: float, exclude: Collection[str], limit: int, idle: float
-    ) -> list[tuple[str, float]]:
-        """Authorities with a URL ready at ``now``, not parked, not in ``exclude``, none of whose
-        URLs was leased in the last ``idle`` seconds (at work nowhere: the hosts a fleet's worker
-        may take to keep, ``inflight.Hosts``), each with its URLs queued per URL settled (and
-        one), highest first: how much it still grows, as ``inflight.rank`` ranks requests.  By
-        URLs queued alone the hosts read first keep the lead; by turn, a host left to the fleet
-        waits behind every host left before it, whatever it holds."""
-        ...
-
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         """The ``n`` authorities with the most URLs queued, most first, each with how many (ready
         or not): what the progress display and ``status`` show of a crawl of thousands of hosts.

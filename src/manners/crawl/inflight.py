@@ -34,7 +34,7 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Collection
 
 from .frontier_protocol import Frontier
 
@@ -43,9 +43,6 @@ log = logging.getLogger("manners.crawl")
 HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one lease each, a few KB)
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
-IDLE = 2.0  # a fleet's kept host leased by none for this long (nor its slot booked ahead) is at work nowhere
-SWAP_EVERY = 1.0  # seconds between two looks for a host to take in place of a kept one, kept places full
-SWAP, SWAP_FLOOR = 2.0, 1.0  # taken if it grows this many times faster than that one, and this fast
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
@@ -62,84 +59,40 @@ class Hosts:
     ones (none of whose URLs was leased) beside ``cap`` kept ones: a host started new whose
     first pages are read (``DISCOVERY``) is kept when the worker keeps fewer than ``cap``, and
     left (``leave``) for the frontier to hand to a worker with room otherwise.  So the fleet
-    reads every host's first pages in the crawl's first minutes, as one process does: with one
-    cap for both, the hosts kept filled the places, new ones started only as others were
-    drained, and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.
-
-    A host left waits for a worker with room, which takes the hosts least recently leased first:
-    left first, taken first.  Kept places free up slowly (at 4,400 hosts, 2,116 hosts left
-    waited more than 20 s, median 282 s, while the kept ones, started first, were drained), so
-    a big host left late waited behind every host left before it (the hole ``h049``, 329 s).
-    So while its kept places are full a worker looks every ``SWAP_EVERY`` for the host at work
-    nowhere (``IDLE``) that grows most (``Frontier.growing``: URLs queued per URL settled, as
-    ``rank`` ranks requests), and takes it in place of the kept one here that grows least if it
-    grows ``SWAP`` times faster (and at least ``SWAP_FLOOR``): that one is left after its page
-    in flight.  Growth is not the order for every place: hundreds of hosts grow as fast as the
-    biggest capsule (five links a page) after its first pages, and taken by growth (or by URLs
-    queued) it was asked 5 times in its first 200 s.  More hosts at once than ``cap`` each is
-    slower: each waits longer for one of ``concurrency`` places, which are held longer (at 1,024
-    hosts each, two workers at the default size made 50-190 requests a second, 3-10 open at the
-    servers, where at 128 they made 270-330, 16 open)."""
+    reads every host's first pages in the crawl's first minutes, as one process does, and a
+    host they show big waits for a place only behind the hosts read before it: with one cap
+    for both, the hosts kept filled the places, new ones started only as others were drained,
+    and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  More
+    hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
+    places, which are held longer (at 1,024 hosts each, two workers at the default size made
+    50-190 requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16
+    open)."""
 
     def __init__(self, cap: int, shared: bool) -> None:
         self.cap, self.shared = cap, shared
         self.new: set[str] = set()  # at work, started before any of their URLs was leased
-        self.dropping: set[str] = set()  # kept ones to leave after their page in flight (``SWAP``)
-        self._looked = float("-inf")  # when the kept ones were last weighed against the others
 
     async def to_start(
-        self,
-        frontier: Frontier,
-        now: float,
-        active: Collection[str],
-        full: set[str],
-        sent: Mapping[str, tuple[int, int]] | None = None,
+        self, frontier: Frontier, now: float, active: Collection[str], full: set[str]
     ) -> list[str]:
-        """The hosts to start now, not ``active`` (at work here) nor ``full`` (at --max-per-host).
-        ``sent``: pages asked and URLs queued of each host at work here, for ``rank``."""
+        """The hosts to start now, not ``active`` (at work here) nor ``full`` (at --max-per-host)."""
         busy, new = set(active) | full, []
-        kept = len(active) - len(self.new) - len(self.dropping)
+        kept = len(active) - len(self.new)
         if self.shared and len(self.new) < self.cap:
             new = await frontier.ready_authorities(now, busy, self.cap - len(self.new), fresh=True)
             self.new.update(new)
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
-        if not self.shared:
-            return new + (await frontier.ready_authorities(now, busy, free) if free > 0 else [])
-        if free > 0:
-            return new + await frontier.ready_authorities(now, busy.union(new), free)
-        if now - self._looked < SWAP_EVERY:
+        if free <= 0:
             return new
-        self._looked = now
-        found = await frontier.growing(now, busy.union(new), 1, IDLE)
-        return new + self._swap(found, active, sent or {})
-
-    def _swap(
-        self, found: list[tuple[str, float]], active: Collection[str], sent: Mapping[str, tuple[int, int]]
-    ) -> list[str]:
-        """``found``'s first host, to take in place of the kept one here that grows least, if it
-        grows ``SWAP`` times faster (that one is then ``dropping``); else none."""
-        if not found or found[0][1] < SWAP_FLOOR:
-            return []
-        growth = [
-            (rank(*sent[a])[1], a)
-            for a in active
-            if a not in self.new and a not in self.dropping and sent.get(a, (0, 0))[0] >= DISCOVERY
-        ]
-        if not growth or found[0][1] <= SWAP * min(growth)[0]:
-            return []
-        self.dropping.add(min(growth)[1])
-        return [found[0][0]]
+        return new + await frontier.ready_authorities(now, busy.union(new), free)
 
     def ended(self, auth: str) -> None:
         """``auth``'s task here ended (drained, left, or failed)."""
         self.new.discard(auth)
-        self.dropping.discard(auth)
 
     def leave(self, auth: str, sent: int, active: int) -> bool:
         """Whether to leave ``auth`` to the fleet now that ``sent`` of its pages were asked, with
         ``active`` hosts at work here."""
-        if auth in self.dropping:
-            return True
         if auth not in self.new or sent < DISCOVERY:
             return False
         self.new.discard(auth)

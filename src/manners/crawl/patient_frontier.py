@@ -62,11 +62,6 @@ class Patient:
     ) -> list[str]:
         return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh))
 
-    async def growing(
-        self, now: float, exclude: Collection[str], limit: int, idle: float
-    ) -> list[tuple[str, float]]:
-        return await self._call(lambda: self.inner.growing(now, exclude, limit, idle))
-
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         return await self._call(lambda: self.inner.busiest(n))
 

@@ -22,8 +22,6 @@ Layout (``N`` is the crawl's name; every key starts with it).  An authority belo
 - ``N:{N:k}:turn``    sorted set, the same authorities -> when they were last leased.
 - ``N:{N:k}:size``    sorted set, the same authorities -> how many URLs each has queued
   (``busiest``: the progress display's and status's biggest hosts).
-- ``N:{N:k}:rank``    sorted set, the same authorities -> URLs queued per URL settled, plus one
-  (the order a fleet's worker takes hosts to keep in: ``growing``).
 - ``N:{N:k}:parked``  sorted set, AUTH -> end of its park.
 - ``N:{N:k}:revisit`` sorted set, URL -> due, of the queued URLs visited before (for status).
 - ``N:{N:k}:leases``  sorted set, URL in flight -> lease expiry (server time);
@@ -419,31 +417,17 @@ class RedisFrontier:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
         ones), merged here."""
-        return [name for name, _ in await self._ready_by(now, 0 if fresh else "+inf", "", exclude, limit)]
-
-    async def growing(
-        self, now: float, exclude: Collection[str], limit: int, idle: float
-    ) -> list[tuple[str, float]]:
-        """Each shard's first ``limit`` (plus its excluded ones) from its ``rank`` index, skipping
-        too the hosts whose next slot is booked ahead (a worker waits on a host of a long
-        spacing, leased seldom), merged here."""
-        return await self._ready_by(now, "+inf", idle, exclude, limit)
-
-    async def _ready_by(
-        self, now: float, top: object, idle: object, exclude: Collection[str], limit: int
-    ) -> list[tuple[str, float]]:
-        """``READY``'s finds on every shard, merged: the highest order first, then the oldest turn."""
         if limit <= 0:
             return []
         skip = set(exclude)
         last = [limit + n for n in per_shard(skip)]
-        found = await self._each_shard(self._ready, now, top, idle, last=last)
+        found = await self._each_shard(self._ready, now, 0 if fresh else "+inf", last=last)
         turns = sorted(
-            (-float(order), float(t), _text(name))
+            (-int(size), float(t), name)
             for flat in found
-            for name, t, order in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
+            for name, t, size in zip(flat[::3], flat[1::3], flat[2::3], strict=True)
         )
-        return [(name, -order) for order, _, name in turns if name not in skip][:limit]
+        return [name for _, _, name in turns if name not in skip][:limit]
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         """Each shard's ``n`` biggest (from its ``size`` index), merged: the fleet's ``n`` biggest."""

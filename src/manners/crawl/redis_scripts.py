@@ -76,31 +76,18 @@ local function unlease(url)
   redis.call('HDEL', P .. 'held', url)
 end
 -- After a change to an authority's queue or park: when it is next ready, its turn, its queue's length.
--- URLs queued per URL settled (and one): how much a host is still growing (``rank``'s score).
-local function growth(a, queued)
-  local settled = redis.call('HMGET', key('a', a), 'done', 'kept')
-  return score(queued / ((tonumber(settled[1]) or 0) + (tonumber(settled[2]) or 0) + 1))
-end
--- ``rank`` kept up as a URL of a's is settled (its queue unchanged: no ``refresh``).
-local function regrow(a)
-  local queued = redis.call('ZCARD', key('q', a))
-  if queued > 0 then redis.call('ZADD', P .. 'rank', growth(a, queued), a) end
-end
 local function refresh(a)
   local first = redis.call('ZRANGE', key('q', a), 0, 0, 'WITHSCORES')
   if #first == 0 then
     redis.call('ZREM', P .. 'due', a)
     redis.call('ZREM', P .. 'turn', a)
     redis.call('ZREM', P .. 'size', a)
-    redis.call('ZREM', P .. 'rank', a)
     return
   end
   local info = redis.call('HMGET', key('a', a), 'parked', 'turn')
-  local queued = redis.call('ZCARD', key('q', a))
   redis.call('ZADD', P .. 'due', score(math.max(tonumber(first[2]), tonumber(info[1] or 0))), a)
   redis.call('ZADD', P .. 'turn', info[2] or 0, a)
-  redis.call('ZADD', P .. 'size', queued, a)
-  redis.call('ZADD', P .. 'rank', growth(a, queued), a)
+  redis.call('ZADD', P .. 'size', redis.call('ZCARD', key('q', a)), a)
 end
 -- Back to the queue from flight, with ``tried`` attempts more (the caller refreshes).
 local function back(a, url, tried)
@@ -228,7 +215,6 @@ if number > 0 then
     store(a, url, r)
     redis.call('HINCRBY', key('a', a), 'done', 1)
     if not first then redis.call('HINCRBY', key('a', a), 'kept', -1) end
-    regrow(a)
     count('done', 1)
   end
   count('o:' .. ARGV[4], 1)
@@ -255,7 +241,6 @@ if r then
   r[8] = ARGV[4]
   store(a, url, r)
   redis.call('HINCRBY', key('a', a), 'done', 1)
-  regrow(a)
   count('done', 1)
   count('o:' .. ARGV[4], 1)
   if ARGV[5] == '1' then count('o:pages', 1) end
@@ -451,54 +436,23 @@ end
 return out
 """
 
-# ARGV: prefix, now, top, idle, want.  The first ``want`` authorities ready at ``now``, with their
-# turns and an order (the caller starts the highest first).  Without ``idle`` (''): a walk over
-# ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf': all) that skips
-# those not due yet, as SQLite walks its index; the order, how many URLs each has queued.  With
-# ``idle`` (seconds): a fleet's kept hosts, a walk over ``rank`` (URLs queued per URL settled: how
-# much a host still grows, the gate's rank) from the highest, that skips as well those leased in
-# the last ``idle`` seconds and those whose next slot is booked ahead (on the server's clock: a
-# worker is at work on them); the order, that rank.  In turn order, a host left to the fleet
-# after its first pages waited behind every host left before it (at 4,400 hosts, 329 s); by URLs
-# queued alone, the biggest host, whose pages link to five each, was asked 5 times in 264 s.
-# A crawl made before ``rank`` existed has it built here once, from ``turn``.
+# ARGV: prefix, now, top, want.  The first ``want`` authorities ready at ``now`` in turn order,
+# with their turns and how many URLs each has queued (the caller starts the biggest first): a
+# walk over ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf': all)
+# that skips those not due yet, as SQLite walks its index.
 READY = """
 alive()
-local now, top, idle, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local now, top, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out, start, step = {}, 0, want
-local t = idle and clock()
-if idle and redis.call('ZCARD', P .. 'rank') ~= redis.call('ZCARD', P .. 'turn') then
-  local from = 0
-  while true do
-    local chunk = redis.call('ZRANGE', P .. 'turn', from, from + 999)
-    if #chunk == 0 then break end
-    for _, a in ipairs(chunk) do
-      redis.call('ZADD', P .. 'rank', growth(a, redis.call('ZCARD', key('q', a))), a)
-    end
-    from = from + 1000
-  end
-end
--- whether a worker is at work on a: for the walk with ``idle``
-local function at_work(a, turn)
-  if turn > t - idle then return true end
-  return tonumber(redis.call('GET', key('slot', a)) or '0') > t
-end
 while #out < 3 * want do
-  local chunk
-  if idle then
-    chunk = redis.call('ZREVRANGE', P .. 'rank', start, start + step - 1, 'WITHSCORES')
-  else
-    chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
-  end
+  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
   if #chunk == 0 then break end
   for i = 1, #chunk, 2 do
-    local a = chunk[i]
-    local turn = tonumber(idle and (redis.call('ZSCORE', P .. 'turn', a) or 0) or chunk[i + 1])
-    local due = redis.call('ZSCORE', P .. 'due', a)
-    if #out < 3 * want and due and tonumber(due) <= now and not (idle and at_work(a, turn)) then
-      out[#out + 1] = a
-      out[#out + 1] = score(turn)
-      out[#out + 1] = idle and chunk[i + 1] or redis.call('ZCARD', key('q', a))
+    local due = redis.call('ZSCORE', P .. 'due', chunk[i])
+    if due and tonumber(due) <= now and #out < 3 * want then
+      out[#out + 1] = chunk[i]
+      out[#out + 1] = chunk[i + 1]
+      out[#out + 1] = redis.call('ZCARD', key('q', chunk[i]))
     end
   end
   start, step = start + step, step * 2

@@ -310,20 +310,6 @@ class SQLiteFrontier:
         ).fetchall()
         return [name for (name,) in rows if name not in skip][:limit]
 
-    async def growing(
-        self, now: float, exclude: Collection[str], limit: int, idle: float
-    ) -> list[tuple[str, float]]:
-        if limit <= 0:
-            return []
-        skip = set(exclude)
-        rows = self._db.execute(  # the ready ones are few beside a crawl's URLs: sorted, not indexed
-            "SELECT authority, queued * 1.0 / (done + kept + 1) AS growth FROM authorities"
-            " WHERE eligible_at IS NOT NULL AND eligible_at <= ? AND last_leased <= ?"
-            " ORDER BY growth DESC, last_leased LIMIT ?",
-            (now, time.time() - idle, limit + len(skip)),
-        ).fetchall()
-        return [(str(name), float(g)) for name, g in rows if name not in skip][:limit]
-
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         if n <= 0:
             return []

@@ -181,7 +181,7 @@ class Worker:
                     break
                 if self._failure is not None:
                     break
-                for auth in await self._hosts.to_start(self.frontier, now, active, self._full, self._sent):
+                for auth in await self._hosts.to_start(self.frontier, now, active, self._full):
                     task = asyncio.ensure_future(self._work(auth))
                     active[auth] = task
                     task.add_done_callback(functools.partial(self._ended, active, auth))
