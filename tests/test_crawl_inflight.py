@@ -84,9 +84,15 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
         try:
             for name in names:
                 await f.add_many([f"{name}/{i}" for i in range(10)], 0)
+            read = [f"{name}:1965" for name in names[:8]]  # read before (by a worker that died)
+            for name in read:
+                lease = await f.lease(name, "other", 60)
+                assert lease is not None
+                await f.done(lease.url, "fetched")
             me = Hosts(8, shared=True)
             first = await me.to_start(f, time.time(), (), set())
             assert len(first) == 16 and len(me.new) == 8 and me.new < set(first)  # 8 new, 8 kept
+            assert set(first) - me.new == set(read)  # kept: those read before; the others new only
             for a in first:
                 assert await f.lease(a, "me", 60) is not None
             assert await me.to_start(f, time.time(), first, set()) == []  # 8 new and 8 kept at work

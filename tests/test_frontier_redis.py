@@ -263,8 +263,8 @@ def test_busiest_builds_its_index_for_a_crawl_made_before_it(fleet: Callable[[],
 
 
 def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener: Opener) -> None:
-    """What a fleet's worker starts as new hosts (``inflight.Hosts``), the most queued first, and
-    the others."""
+    """What a fleet's worker starts as new hosts (``inflight.Hosts``), the most queued first, the
+    others, and those it may keep (leased before)."""
 
     async def test(f: Frontier) -> None:
         for name, n in (("a", 1), ("b", 5), ("c", 3)):
@@ -276,6 +276,7 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
         assert await f.ready_authorities(time.time(), (), 10, fresh=True) == [C, A]
         assert await f.ready_authorities(time.time(), [C], 10, fresh=True) == [A]
         assert await f.ready_authorities(time.time(), (), 10) == [B, C, A]  # b: 4 queued
+        assert await f.ready_authorities(time.time(), (), 10, leased=True) == [B]  # a fleet's kept ones
 
     with_frontiers(test, opener)
 

@@ -38,13 +38,20 @@ class Frontier(Protocol):
         ...
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        leased: bool = False,
     ) -> list[str]:
         """Authorities with a URL ready at ``now``, not parked, not in ``exclude``.
 
         The most queued first (a crawl lasts as long as its biggest host, so those start first),
         then the least recently leased, so every authority gets its turn.  ``fresh``: only those
-        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``)."""
+        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``); ``leased``:
+        only the others (those a fleet's worker may keep)."""
         ...
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:

@@ -62,7 +62,10 @@ class Hosts:
     reads every host's first pages in the crawl's first minutes, as one process does, and a
     host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
-    and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  More
+    and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  The kept
+    places take only hosts leased before (``leased``: those left, least recently leased first):
+    taking hosts never leased there too filled them by name at the start, and the biggest
+    capsule, left after its first pages at 5 s, waited 62-150 s for those to run out.  More
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
     places, which are held longer (at 1,024 hosts each, two workers at the default size made
     50-190 requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16
@@ -84,7 +87,7 @@ class Hosts:
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
         if free <= 0:
             return new
-        return new + await frontier.ready_authorities(now, busy.union(new), free)
+        return new + await frontier.ready_authorities(now, busy.union(new), free, leased=self.shared)
 
     def ended(self, auth: str) -> None:
         """``auth``'s task here ended (drained, left, or failed)."""

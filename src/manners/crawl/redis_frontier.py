@@ -412,7 +412,13 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        leased: bool = False,
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
@@ -421,7 +427,8 @@ class RedisFrontier:
             return []
         skip = set(exclude)
         last = [limit + n for n in per_shard(skip)]
-        found = await self._each_shard(self._ready, now, 0 if fresh else "+inf", last=last)
+        bottom, top = ("-inf", 0) if fresh else ("(0", "+inf") if leased else ("-inf", "+inf")
+        found = await self._each_shard(self._ready, now, bottom, top, last=last)
         turns = sorted(
             (-int(size), float(t), name)
             for flat in found

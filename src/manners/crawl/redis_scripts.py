@@ -436,16 +436,17 @@ end
 return out
 """
 
-# ARGV: prefix, now, top, want.  The first ``want`` authorities ready at ``now`` in turn order,
-# with their turns and how many URLs each has queued (the caller starts the biggest first): a
-# walk over ``turn`` up to ``top`` (0: those none of whose URLs was ever leased; '+inf': all)
-# that skips those not due yet, as SQLite walks its index.
+# ARGV: prefix, now, bottom, top, want.  The first ``want`` authorities ready at ``now`` in turn
+# order, with their turns and how many URLs each has queued (the caller starts the biggest
+# first): a walk over ``turn`` from ``bottom`` to ``top`` ('-inf' to 0: those none of whose URLs
+# was ever leased; '(0' to '+inf': the others; '-inf' to '+inf': all) that skips those not due
+# yet, as SQLite walks its index.
 READY = """
 alive()
-local now, top, want = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now, bottom, top, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
 local out, start, step = {}, 0, want
 while #out < 3 * want do
-  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', '-inf', top, 'WITHSCORES', 'LIMIT', start, step)
+  local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', bottom, top, 'WITHSCORES', 'LIMIT', start, step)
   if #chunk == 0 then break end
   for i = 1, #chunk, 2 do
     local due = redis.call('ZSCORE', P .. 'due', chunk[i])

@@ -296,7 +296,13 @@ class SQLiteFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self, now: float, exclude: Collection[str], limit: int, *, fresh: bool = False
+        self,
+        now: float,
+        exclude: Collection[str],
+        limit: int,
+        *,
+        fresh: bool = False,
+        leased: bool = False,
     ) -> list[str]:
         if limit <= 0:
             return []
@@ -304,7 +310,7 @@ class SQLiteFrontier:
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
-            + (" AND last_leased = 0" if fresh else "")
+            + (" AND last_leased = 0" if fresh else " AND last_leased > 0" if leased else "")
             + " ORDER BY queued DESC, last_leased LIMIT ?",
             (now, limit + len(skip)),
         ).fetchall()
