@@ -366,3 +366,24 @@ def test_a_renewal_with_a_stamp_stamps_the_start_while_the_token_holds(opener: O
         assert await b.claim(A, 5.0) > 4.5  # spaced from the renewal
 
     with_frontiers(test, opener, workers=2)
+
+
+def test_a_page_turn_that_waited_for_a_place_is_stamped_in_its_holds_renewal(
+    opener: Opener, tmp_path: Path
+) -> None:
+    """``Pacing.holding(late=True)``: the host's start stamped as the request leaves, on a fleet in
+    the renewal of its hold, so the next request is spaced from then (not from the claim)."""
+
+    async def test(f: Frontier, other: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        for late in (False, True):
+            await pacing.turn(A, 5.0)
+            await asyncio.sleep(0.6)
+            async with pacing.holding(A, 5.0, late=late):
+                left = await other.claim(A, 5.0)  # no hold: only the spacing from the last start
+            assert (left > 4.5) is late, (late, left)
+            await asyncio.sleep(0.1)
+            await other.claim(A, 0.0)  # the next turn's start: now, whatever came before
+            await asyncio.sleep(5.1)
+
+    with_frontiers(test, opener, workers=2)
