@@ -269,12 +269,12 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
     async def test(f: Frontier) -> None:
         for name, n in (("a", 1), ("b", 5), ("c", 3)):
             await f.add_many([f"gemini://{name}.example/{i}" for i in range(n)], 0)
-        assert await f.ready_authorities(time.time(), (), 10, fresh=True) == [B, C, A]
+        assert await f.ready_authorities(time.time(), (), 10, leased=False) == [B, C, A]
         lease = await f.lease(B, "me", 60)
         assert lease is not None
         await f.done(lease.url, "fetched")
-        assert await f.ready_authorities(time.time(), (), 10, fresh=True) == [C, A]
-        assert await f.ready_authorities(time.time(), [C], 10, fresh=True) == [A]
+        assert await f.ready_authorities(time.time(), (), 10, leased=False) == [C, A]
+        assert await f.ready_authorities(time.time(), [C], 10, leased=False) == [A]
         assert await f.ready_authorities(time.time(), (), 10) == [B, C, A]  # b: 4 queued
         assert await f.ready_authorities(time.time(), (), 10, leased=True) == [B]  # a fleet's kept ones
 

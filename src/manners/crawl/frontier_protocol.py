@@ -38,20 +38,14 @@ class Frontier(Protocol):
         ...
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        leased: bool = False,
+        self, now: float, exclude: Collection[str], limit: int, *, leased: bool | None = None
     ) -> list[str]:
         """Authorities with a URL ready at ``now``, not parked, not in ``exclude``.
 
         The most queued first (a crawl lasts as long as its biggest host, so those start first),
-        then the least recently leased, so every authority gets its turn.  ``fresh``: only those
-        none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``); ``leased``:
-        only the others (those a fleet's worker may keep)."""
+        then the least recently leased, so every authority gets its turn.  ``leased``: False, only
+        those none of whose URLs was ever leased (a fleet's new hosts: ``inflight.Hosts``); True,
+        only the others (those a fleet's worker may keep); None, both."""
         ...
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:

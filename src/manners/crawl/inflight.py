@@ -82,12 +82,12 @@ class Hosts:
         busy, new = set(active) | full, []
         kept = len(active) - len(self.new)
         if self.shared and len(self.new) < self.cap:
-            new = await frontier.ready_authorities(now, busy, self.cap - len(self.new), fresh=True)
+            new = await frontier.ready_authorities(now, busy, self.cap - len(self.new), leased=False)
             self.new.update(new)
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
         if free <= 0:
             return new
-        return new + await frontier.ready_authorities(now, busy.union(new), free, leased=self.shared)
+        return new + await frontier.ready_authorities(now, busy.union(new), free, leased=self.shared or None)
 
     def ended(self, auth: str) -> None:
         """``auth``'s task here ended (drained, left, or failed)."""

@@ -58,17 +58,9 @@ class Patient:
         return self._call(lambda: self.inner.lease(authority, owner, ttl))
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        leased: bool = False,
+        self, now: float, exclude: Collection[str], limit: int, *, leased: bool | None = None
     ) -> list[str]:
-        return await self._call(
-            lambda: self.inner.ready_authorities(now, exclude, limit, fresh=fresh, leased=leased)
-        )
+        return await self._call(lambda: self.inner.ready_authorities(now, exclude, limit, leased=leased))
 
     async def busiest(self, n: int) -> list[tuple[str, int]]:
         return await self._call(lambda: self.inner.busiest(n))

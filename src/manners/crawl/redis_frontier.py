@@ -412,13 +412,7 @@ class RedisFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        leased: bool = False,
+        self, now: float, exclude: Collection[str], limit: int, *, leased: bool | None = None
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
         fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
@@ -427,7 +421,7 @@ class RedisFrontier:
             return []
         skip = set(exclude)
         last = [limit + n for n in per_shard(skip)]
-        bottom, top = ("-inf", 0) if fresh else ("(0", "+inf") if leased else ("-inf", "+inf")
+        bottom, top = {None: ("-inf", "+inf"), False: ("-inf", 0), True: ("(0", "+inf")}[leased]
         found = await self._each_shard(self._ready, now, bottom, top, last=last)
         turns = sorted(
             (-int(size), float(t), name)

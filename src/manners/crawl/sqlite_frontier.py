@@ -296,13 +296,7 @@ class SQLiteFrontier:
     # -- authorities --------------------------------------------------------------------------
 
     async def ready_authorities(
-        self,
-        now: float,
-        exclude: Collection[str],
-        limit: int,
-        *,
-        fresh: bool = False,
-        leased: bool = False,
+        self, now: float, exclude: Collection[str], limit: int, *, leased: bool | None = None
     ) -> list[str]:
         if limit <= 0:
             return []
@@ -310,7 +304,7 @@ class SQLiteFrontier:
         rows = self._db.execute(
             "SELECT authority FROM authorities INDEXED BY authorities_size"
             " WHERE eligible_at IS NOT NULL AND eligible_at <= ?"
-            + (" AND last_leased = 0" if fresh else " AND last_leased > 0" if leased else "")
+            + {None: "", False: " AND last_leased = 0", True: " AND last_leased > 0"}[leased]
             + " ORDER BY queued DESC, last_leased LIMIT ?",
             (now, limit + len(skip)),
         ).fetchall()
