@@ -97,18 +97,55 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
                 assert await f.lease(a, "me", 60) is not None
             assert await me.to_start(f, time.time(), first, set()) == []  # 8 new and 8 kept at work
             new = sorted(me.new)
-            assert not me.leave(new[0], inflight.DISCOVERY - 1, len(first))  # still reading
-            assert me.leave(new[0], inflight.DISCOVERY, len(first))  # read, 8 kept already: left
             kept = sorted(set(first) - set(new))
-            assert not me.leave(kept[0], 100, len(first))  # started as a kept one: never left
+            ranks = {a: (inflight.DISCOVERY, 4) for a in first}  # each grows by 4 / 5 a page asked
+            ranks[new[0]] = (inflight.DISCOVERY - 1, 4)
+            assert not me.leave(new[0], first, ranks)  # still reading
+            ranks[new[0]] = (inflight.DISCOVERY, 4)
+            assert me.leave(new[0], first, ranks)  # read, 8 kept already, none grows slower: left
+            assert not me.leave(kept[0], first, {a: (100, 0) for a in first})  # started kept: stays
             active = [a for a in first if a != new[0]]
             more = await me.to_start(f, time.time(), active, set())
             assert len(more) == 1 and not set(more) & set(first)  # one new host for the one left
-            assert not Hosts(8, shared=False).leave(first[0], 100, 1000)  # one process keeps every one
+            assert not Hosts(8, shared=False).leave(first[0], first, {first[0]: (100, 0)})  # one process
         finally:
             await f.close()
 
     asyncio.run(main())
+
+
+def test_a_new_host_growing_faster_takes_the_place_of_the_kept_one_growing_least() -> None:
+    """The biggest capsule, read in a fleet's first seconds, was left to the fleet when its
+    worker's kept places were full, and waited 79-141 s for one.  A new host read that grows
+    ``SWAP`` times as fast as the kept host growing least takes its place: that one leaves after
+    its page in flight, and the worker starts no other kept host for it."""
+    me = Hosts(2, shared=True)
+    kept, new = ["k0", "k1"], ["n0", "n1", "n2"]
+    me.new.update(new)
+    active = kept + new
+    d = inflight.DISCOVERY
+    ranks = {
+        "k0": (10, 11),
+        "k1": (10, 22),
+        "n0": (d, 5),
+        "n1": (d, 100),
+        "n2": (d, 100),
+    }  # k0 grows 1 a page
+    assert me.leave("n0", active, ranks)  # 1 a page asked: not twice k0's: left
+    active.remove("n0")
+    me.ended("n0")
+    assert not me.leave("n1", active, ranks)  # 20 a page: kept, in k0's place
+    assert me.dropping == {"k0"} and "n1" not in me.new
+    assert not me.leave("k1", active, ranks)  # kept and not displaced: stays
+    assert me.leave("k0", active, ranks)  # leaves after its page
+    active.remove("k0")
+    me.ended("k0")
+    assert not me.leave("n2", active, ranks)  # 20 a page, twice k1's 2: kept in k1's place
+    assert me.dropping == {"k1"}
+    assert not me.leave("n1", active, ranks)  # kept ones stay
+    ranks["n3"] = (d, 1)
+    me.new.add("n3")
+    assert me.leave("n3", [*active, "n3"], ranks)  # k1 goes already; n1, n2 grow faster: left
 
 
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:

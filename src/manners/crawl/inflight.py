@@ -34,7 +34,7 @@ import contextlib
 import heapq
 import itertools
 import logging
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Mapping
 
 from .frontier_protocol import Frontier
 
@@ -44,6 +44,7 @@ HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one leas
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
+SWAP = 2.0  # a new host read takes a full worker's kept place from one growing this many times slower
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
@@ -57,8 +58,9 @@ def hosts_at_once(concurrency: int, shared: bool) -> int:
 class Hosts:
     """The ready hosts one worker starts.  In one process, every one.  On a fleet, ``cap`` new
     ones (none of whose URLs was leased) beside ``cap`` kept ones: a host started new whose
-    first pages are read (``DISCOVERY``) is kept when the worker keeps fewer than ``cap``, and
-    left (``leave``) for the frontier to hand to a worker with room otherwise.  So the fleet
+    first pages are read (``DISCOVERY``) is kept when the worker keeps fewer than ``cap``, or
+    when it grows faster than the one kept growing least (which leaves in its place), and is left
+    (``leave``) for the frontier to hand to a worker with room otherwise.  So the fleet
     reads every host's first pages in the crawl's first minutes, as one process does, and a
     host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
@@ -74,13 +76,14 @@ class Hosts:
     def __init__(self, cap: int, shared: bool) -> None:
         self.cap, self.shared = cap, shared
         self.new: set[str] = set()  # at work, started before any of their URLs was leased
+        self.dropping: set[str] = set()  # kept, to leave after the page in flight: a new one took the place
 
     async def to_start(
         self, frontier: Frontier, now: float, active: Collection[str], full: set[str]
     ) -> list[str]:
         """The hosts to start now, not ``active`` (at work here) nor ``full`` (at --max-per-host)."""
         busy, new = set(active) | full, []
-        kept = len(active) - len(self.new)
+        kept = len(active) - len(self.new) - len(self.dropping)
         if self.shared and len(self.new) < self.cap:
             new = await frontier.ready_authorities(now, busy, self.cap - len(self.new), leased=False)
             self.new.update(new)
@@ -92,14 +95,34 @@ class Hosts:
     def ended(self, auth: str) -> None:
         """``auth``'s task here ended (drained, left, or failed)."""
         self.new.discard(auth)
+        self.dropping.discard(auth)
 
-    def leave(self, auth: str, sent: int, active: int) -> bool:
-        """Whether to leave ``auth`` to the fleet now that ``sent`` of its pages were asked, with
-        ``active`` hosts at work here."""
+    def leave(self, auth: str, active: Collection[str], ranks: Mapping[str, tuple[int, int]]) -> bool:
+        """Whether to leave ``auth`` to the fleet after its page just asked: ``active`` the hosts
+        at work here, ``ranks`` each one's pages asked and URLs queued (see ``rank``).
+
+        A new host whose first pages are read is kept while the worker keeps fewer than ``cap``.
+        When it keeps ``cap``, the new host takes the place of the kept host growing least if it
+        grows ``SWAP`` times as fast, and that one leaves after its page in flight: the biggest
+        capsule, read in the crawl's first seconds, was otherwise left behind the hosts read just
+        before it and waited 79-141 s for a place (4 and 2 workers).  The worker decides alone,
+        from what it has read: no other worker knows the host yet."""
+        if auth in self.dropping:
+            return True  # ``ended`` forgets it, when its task has ended
+        sent = ranks.get(auth, (0, 0))[0]
         if auth not in self.new or sent < DISCOVERY:
             return False
         self.new.discard(auth)
-        return active - len(self.new) > self.cap
+        kept = [a for a in active if a != auth and a not in self.new and a not in self.dropping]
+        if len(kept) < self.cap:
+            return False
+        grown = [(rank(*ranks[a])[1], a) for a in kept if ranks.get(a, (0, 0))[0] >= DISCOVERY]
+        if grown:
+            least, slow = min(grown)
+            if rank(*ranks[auth])[1] > SWAP * least:
+                self.dropping.add(slow)
+                return False
+        return True
 
 
 def fit_descriptors(concurrency: int) -> int:

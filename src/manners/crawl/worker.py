@@ -401,7 +401,7 @@ class Worker:
                 settling = self._settling.pop(lease.url, None)
                 if settling is None:  # back in the queue (a retry, its host parked): no longer ours
                     self._leased.pop(lease.url, None)
-                if not again or self._hosts.leave(auth, self._sent.get(auth, (0, 0))[0], len(self._active)):
+                if not again or self._hosts.leave(auth, self._active, self._sent):
                     break
             await self._confirm(settling)
         finally:
