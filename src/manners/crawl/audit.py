@@ -68,7 +68,7 @@ from .audit_lines import (
     read_lines,
 )
 from .frontier_errors import FrontierError
-from .records import log_files, series_of
+from .records import LEDGERS, PAGES, log_files, series_of
 
 __all__ = [
     "HOSTS_SHOWN",
@@ -104,11 +104,6 @@ __all__ = [
     "run",
 ]
 
-#: The files read in each DIR: every worker's ledger, and every pages file (``pages.jsonl`` is
-#: a single-process crawl's), with the numbered files each rolled on to (``pages.00001.jsonl``,
-#: ``requests-WORKER.00001.jsonl``: ``records.log_files`` reads each series in order).
-LEDGERS = ("requests.jsonl", "requests-*.jsonl", "requests.*.jsonl")
-PAGES = ("pages.jsonl", "pages-*.jsonl", "pages.*.jsonl")
 SHOWN = 50  # violations of one kind listed in the text output; --json lists them all
 HOSTS_SHOWN = 20  # hosts listed in the text output, closest to their limit first
 

@@ -47,6 +47,7 @@ from .archive import Archive
 from .frontier import PAGES, Patient, is_shared, open_frontier, shown
 from .identity import IDENTITY, CrawlMismatch, check_seed, read_settings, settle_identity
 from .inflight import robots_rank
+from .last_requests import still_answering
 from .outdir import CrawlFileError, DirLock, describe, prepare
 from .pacing import Pacing
 from .page import Page, Stats
@@ -292,7 +293,8 @@ class Crawler(Worker):
         if self.shared:  # the others are alive: only the leases of the dead, expired, come back
             self.recovered = await self.frontier.reclaim()
         else:  # the lock is ours, so no live process holds a lease here: a previous run's are queued again
-            self.recovered = await self.frontier.recover(None, running=self.timeout)
+            until = await asyncio.to_thread(still_answering, self.out, self.timeout)
+            self.recovered = await self.frontier.recover(None, running=self.timeout, until=until)
         if self.retry_errors:
             self.requeued = await self.frontier.requeue("error")
         if self.revisit and await self.frontier.get_meta("revisit") is None:

@@ -7,7 +7,7 @@ can name the protocol it meets (mypy checks ``SQLiteFrontier``, ``RedisFrontier`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection, Iterable, MutableMapping
+from collections.abc import Awaitable, Collection, Iterable, Mapping, MutableMapping
 from typing import Protocol
 
 from ..cache import Held, Hold
@@ -118,13 +118,18 @@ class Frontier(Protocol):
         """URLs visited before and queued again: how many are due at ``now``, when the next is."""
         ...
 
-    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
+    async def recover(
+        self, owner: str | None = None, running: float = 0.0, until: Mapping[str, float] | None = None
+    ) -> int:
         """Return leases to the queue: all of them (owner None), else ``owner``'s and every expired one.
 
         ``running`` (owner None: one process starting on what a killed run left): seconds a
-        request that run had in flight may still be answered (its deadline); each such host's
-        start is stamped that far ahead, so its next request waits for it.  A host with nothing
-        in flight waits only its spacing after its last start: its last answer was read."""
+        request that run had in flight may still be answered (its deadline); each host with a
+        URL leased has its start stamped that far ahead, so its next request waits for it.  A host
+        with nothing leased waits only its spacing after its last start: its last answer was read.
+        ``until``, what the run's own files show instead (``last_requests.still_answering``): each
+        host's start is stamped that late, and no other's, whatever it had leased: a lease whose
+        request never left, or whose answer is on record, holds nothing up."""
         ...
 
     def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:

@@ -112,8 +112,10 @@ class Patient:
     async def revisits(self, now: float) -> Revisits:
         return await self._call(lambda: self.inner.revisits(now))
 
-    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
-        return await self._call(lambda: self.inner.recover(owner, running))
+    async def recover(
+        self, owner: str | None = None, running: float = 0.0, until: Mapping[str, float] | None = None
+    ) -> int:
+        return await self._call(lambda: self.inner.recover(owner, running, until))
 
     def renew(self, urls: Collection[str], owner: str, ttl: float) -> Awaitable[list[str]]:
         todo = dict(urls) if isinstance(urls, Mapping) else list(urls)

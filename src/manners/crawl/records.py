@@ -43,6 +43,11 @@ from ..vocabulary import timestamp
 from .outdir import open_nofollow
 from .urls import authority
 
+#: A crawl's directory's logs: every worker's ledger, and every pages file (``pages.jsonl`` is
+#: a single-process crawl's), with the numbered files each rolled on to (``pages.00001.jsonl``,
+#: ``requests-WORKER.00001.jsonl``: ``log_files`` lists each series in order).
+LEDGERS = ("requests.jsonl", "requests-*.jsonl", "requests.*.jsonl")
+PAGES = ("pages.jsonl", "pages-*.jsonl", "pages.*.jsonl")
 #: A log's name: its series' stem and, past the first file, its number (``pages.00002.jsonl``).
 _NAME = re.compile(r"(?P<stem>.+?)(?:\.(?P<number>[0-9]{5,}))?\.jsonl")
 

@@ -369,10 +369,12 @@ class RedisFrontier:
 
     # -- leases -------------------------------------------------------------------------------
 
-    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
+    async def recover(
+        self, owner: str | None = None, running: float = 0.0, until: Mapping[str, float] | None = None
+    ) -> int:
         """``owner``'s leases and every expired one back to the queue, as SQLite's; without an
         owner, ``reclaim``: the fleet's other workers may be alive, and their leases stay theirs.
-        (``running`` is not needed: a dead worker's holds last a request's deadline.)"""
+        (``running`` and ``until`` are not needed: a dead worker's holds last a request's deadline.)"""
         return await self._ordered({_ALL}, lambda: self._recover(owner or ""))
 
     async def reclaim(self) -> int:

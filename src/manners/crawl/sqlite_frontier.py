@@ -194,17 +194,26 @@ class SQLiteFrontier:
 
         await self._write(again)
 
-    async def recover(self, owner: str | None = None, running: float = 0.0) -> int:
+    async def recover(
+        self, owner: str | None = None, running: float = 0.0, until: Mapping[str, float] | None = None
+    ) -> int:
         if owner is None:
 
             def back(db: sqlite3.Connection) -> int:
                 # a run that ended with these in flight: no commit after them took their hosts'
                 # starts along (``_write``), and their servers may still be answering them
-                db.execute(
-                    "INSERT INTO starts SELECT DISTINCT authority, ?1 FROM urls WHERE state = 'in_flight'"
-                    " ON CONFLICT (key) DO UPDATE SET at = max(at, ?1)",
-                    (time.time() + running,),
-                )
+                if until is None:
+                    db.execute(
+                        "INSERT INTO starts SELECT DISTINCT authority, ?1 FROM urls WHERE state = 'in_flight'"
+                        " ON CONFLICT (key) DO UPDATE SET at = max(at, ?1)",
+                        (time.time() + running,),
+                    )
+                else:
+                    db.executemany(
+                        "INSERT INTO starts VALUES (?, ?)"
+                        " ON CONFLICT (key) DO UPDATE SET at = max(at, excluded.at)",
+                        until.items(),
+                    )
                 return _unlease(db, "state = 'in_flight'", (), attempt=False)
 
             return await self._write(back)
