@@ -114,38 +114,34 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
     asyncio.run(main())
 
 
-def test_a_new_host_growing_faster_takes_the_place_of_the_kept_one_growing_least() -> None:
+def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest() -> None:
     """The biggest capsule, read in a fleet's first seconds, was left to the fleet when its
-    worker's kept places were full, and waited 79-141 s for one.  A new host read that grows
-    ``SWAP`` times as fast as the kept host growing least takes its place: that one leaves after
-    its page in flight, and the worker starts no other kept host for it."""
+    worker's kept places were full, and waited 79-141 s for one.  A new host read with ``SWAP``
+    times as many URLs queued as the kept host with the fewest takes its place: that one leaves
+    after its page in flight, and the worker starts no other kept host for it.  A big host deep
+    in its crawl (many pages asked, growing slowly) is not the one to go."""
     me = Hosts(2, shared=True)
-    kept, new = ["k0", "k1"], ["n0", "n1", "n2"]
+    kept, new = ["k0", "k1"], ["n0", "n1", "n2", "n3"]
     me.new.update(new)
     active = kept + new
     d = inflight.DISCOVERY
-    ranks = {
-        "k0": (10, 11),
-        "k1": (10, 22),
-        "n0": (d, 5),
-        "n1": (d, 100),
-        "n2": (d, 100),
-    }  # k0 grows 1 a page
-    assert me.leave("n0", active, ranks)  # 1 a page asked: not twice k0's: left
+    ranks = {"k0": (3000, 1000), "k1": (10, 6), "n0": (d, 12), "n1": (d, 13), "n2": (d, 100), "n3": (d, 20)}
+    assert me.leave("n0", active, ranks)  # 12 queued: not more than twice k1's 6: left
     active.remove("n0")
     me.ended("n0")
-    assert not me.leave("n1", active, ranks)  # 20 a page: kept, in k0's place
-    assert me.dropping == {"k0"} and "n1" not in me.new
-    assert not me.leave("k1", active, ranks)  # kept and not displaced: stays
-    assert me.leave("k0", active, ranks)  # leaves after its page
-    active.remove("k0")
-    me.ended("k0")
-    assert not me.leave("n2", active, ranks)  # 20 a page, twice k1's 2: kept in k1's place
-    assert me.dropping == {"k1"}
-    assert not me.leave("n1", active, ranks)  # kept ones stay
-    ranks["n3"] = (d, 1)
-    me.new.add("n3")
-    assert me.leave("n3", [*active, "n3"], ranks)  # k1 goes already; n1, n2 grow faster: left
+    assert not me.leave("n1", active, ranks)  # 13: kept, in k1's place (k0, growing slower, stays)
+    assert me.dropping == {"k1"} and "n1" not in me.new
+    assert not me.leave("k0", active, ranks)  # kept and not displaced: stays
+    assert me.leave("k1", active, ranks)  # leaves after its page
+    assert me.leave("n3", active, ranks)  # 20 queued: not twice n1's 13 (k1 goes already): left
+    active.remove("n3")
+    me.ended("n3")
+    active.remove("k1")
+    me.ended("k1")
+    assert not me.leave("n2", active, ranks)  # 100: kept in n1's place
+    assert me.dropping == {"n1"}
+    assert not me.leave("k0", active, ranks) and not me.leave("n2", active, ranks)  # kept ones stay
+    assert not Hosts(2, shared=False).leave("k0", active, ranks)  # one process: every host stays
 
 
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:

@@ -44,7 +44,7 @@ HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one leas
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
-SWAP = 2.0  # a new host read takes a full worker's kept place from one growing this many times slower
+SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
@@ -59,7 +59,7 @@ class Hosts:
     """The ready hosts one worker starts.  In one process, every one.  On a fleet, ``cap`` new
     ones (none of whose URLs was leased) beside ``cap`` kept ones: a host started new whose
     first pages are read (``DISCOVERY``) is kept when the worker keeps fewer than ``cap``, or
-    when it grows faster than the one kept growing least (which leaves in its place), and is left
+    when it has more URLs queued than the one kept with the fewest (which leaves in its place), and is left
     (``leave``) for the frontier to hand to a worker with room otherwise.  So the fleet
     reads every host's first pages in the crawl's first minutes, as one process does, and a
     host they show big waits for a place only behind the hosts read before it: with one cap
@@ -99,29 +99,29 @@ class Hosts:
 
     def leave(self, auth: str, active: Collection[str], ranks: Mapping[str, tuple[int, int]]) -> bool:
         """Whether to leave ``auth`` to the fleet after its page just asked: ``active`` the hosts
-        at work here, ``ranks`` each one's pages asked and URLs queued (see ``rank``).
+        at work here, ``ranks`` each one's pages asked and URLs queued (as ``rank`` takes them).
 
         A new host whose first pages are read is kept while the worker keeps fewer than ``cap``.
-        When it keeps ``cap``, the new host takes the place of the kept host growing least if it
-        grows ``SWAP`` times as fast, and that one leaves after its page in flight: the biggest
-        capsule, read in the crawl's first seconds, was otherwise left behind the hosts read just
-        before it and waited 79-141 s for a place (4 and 2 workers).  The worker decides alone,
-        from what it has read: no other worker knows the host yet."""
+        When it keeps ``cap``, the new host takes the place of the kept host with the fewest URLs
+        queued if it has ``SWAP`` times as many, and that one leaves after its page in flight:
+        the biggest capsule, read in the crawl's first seconds, was otherwise left behind the
+        hosts read just before it and waited 79-141 s for a place (4 and 2 workers).  By URLs
+        queued, not by growth (the ``Gate``'s rank): a host deep in its crawl grows slowly but
+        has the most left (the second-biggest, 1,000 queued after 3,000 pages, would go first).
+        The worker decides alone, from what it has read: no other worker knows the host yet."""
         if auth in self.dropping:
             return True  # ``ended`` forgets it, when its task has ended
-        sent = ranks.get(auth, (0, 0))[0]
+        sent, queued = ranks.get(auth, (0, 0))
         if auth not in self.new or sent < DISCOVERY:
             return False
         self.new.discard(auth)
         kept = [a for a in active if a != auth and a not in self.new and a not in self.dropping]
         if len(kept) < self.cap:
             return False
-        grown = [(rank(*ranks[a])[1], a) for a in kept if ranks.get(a, (0, 0))[0] >= DISCOVERY]
-        if grown:
-            least, slow = min(grown)
-            if rank(*ranks[auth])[1] > SWAP * least:
-                self.dropping.add(slow)
-                return False
+        least = min(((ranks[a][1], a) for a in kept if a in ranks), default=None)
+        if least is not None and queued > SWAP * least[0]:
+            self.dropping.add(least[1])
+            return False
         return True
 
 
