@@ -33,16 +33,20 @@ OUT_OF_ORDER = 60.0  # seconds a page record may come after a later one (records
 CHUNK = 1 << 20  # bytes read at a time, from a file's end back
 
 
-def still_answering(out: Path, deadline: float, now: float | None = None) -> dict[str, float]:
+def still_answering(out: Path, deadline: float, now: float | None = None) -> dict[str, float] | None:
     """For each host the killed run asked in the last ``deadline`` seconds (and ``HOLD_MARGIN``),
     the moment its next request is to be spaced from: its last request's answer, or that request's
     deadline when no answer is on record (robots.txt's never is).  ``out``: the crawl's directory,
     holding every worker's ledger and pages files.  Unreadable or damaged lines are passed over:
-    this only narrows the wait the frontier would otherwise give every host with a URL leased."""
+    this only narrows the wait the frontier would otherwise give every host with a URL leased.
+    None when ``out`` holds no ledger (a crawl made before there was one): the files say nothing."""
     now = time.time() if now is None else now
     since = now - deadline - HOLD_MARGIN  # a request older than this is past its deadline
     last: dict[str, tuple[float, str]] = {}  # authority -> its last request: when, which URL
-    for series in _series(out, LEDGERS):
+    ledgers = _series(out, LEDGERS)
+    if not ledgers:
+        return None
+    for series in ledgers:
         for obj in _backwards(series):
             t = obj.get("t")
             if not isinstance(t, int | float) or isinstance(t, bool):
