@@ -72,15 +72,12 @@ def test_a_limit_that_cannot_be_raised_is_said_too(limits: Limits, caplog: pytes
     assert "--concurrency 1000 needs" in caplog.text
 
 
-def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(
-    redis_port: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port: int) -> None:
     """At 4,400 hosts a fleet's workers, 128 hosts at once each, started the 400 holes (named
     last) 400 s into the crawl, the biggest hole among them: the hosts kept filled the places,
     and new hosts waited for them.  New hosts have places of their own, and one whose first
     pages are read is kept, or left to the fleet when the worker keeps ``cap`` others."""
     names = [f"gemini://h{i:03d}.example" for i in range(100)]
-    monkeypatch.setattr(inflight, "CO_WORKED", 0)  # the busiest hosts aside (the test below)
 
     async def main() -> None:
         f = open_redis_frontier(f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}")
@@ -111,42 +108,6 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(
             more = await me.to_start(f, time.time(), active, set())
             assert len(more) == 1 and not set(more) & set(first)  # one new host for the one left
             assert not Hosts(8, shared=False).leave(first[0], first, {first[0]: (100, 0)})  # one process
-        finally:
-            await f.close()
-
-    asyncio.run(main())
-
-
-def test_every_fleet_worker_also_works_the_fleets_busiest_hosts(
-    redis_port: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One worker alone asked the biggest capsule a page every 296-321 ms in the opening rush
-    for its 202; worked by four at once, every 227 ms.  Each worker works the fleet's busiest
-    hosts besides its own, though another works them, without taking a kept place, and asks
-    the frontier for them once every ``BUSIEST_EVERY`` (one not ready ends at once)."""
-    monkeypatch.setattr(inflight, "CO_WORKED", 1)
-    big = "gemini://big.example:1965"
-
-    async def main() -> None:
-        f = open_redis_frontier(f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}")
-        try:
-            for i in range(6):
-                await f.add_many([f"gemini://h{i}.example/{j}" for j in range(3)], 0)
-            await f.add_many([f"gemini://big.example/{j}" for j in range(50)], 0)
-            for i in range(2):  # read before big: the kept places take them first
-                lease = await f.lease(f"gemini://h{i}.example:1965", "other", 60)
-                assert lease is not None
-                await f.done(lease.url, "fetched")
-            assert await f.lease(big, "other", 60) is not None  # at work at another worker
-            me, now = Hosts(2, shared=True), time.time()
-            first = await me.to_start(f, now, (), set())
-            kept = {f"gemini://h{i}.example:1965" for i in range(2)}
-            assert big in first and kept < set(first) and len(first) == 5  # 2 new, 2 kept, the busiest
-            assert await me.to_start(f, now + 2, first, set()) == []  # no kept place was taken by it
-            me.ended(big)
-            rest = [a for a in first if a != big]
-            assert await me.to_start(f, now + 2.5, rest, set()) == []  # asked again a second after now + 2
-            assert await me.to_start(f, now + 3.5, rest, set()) == [big]
         finally:
             await f.close()
 

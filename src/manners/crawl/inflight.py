@@ -44,8 +44,6 @@ HOSTS_AT_ONCE = 10_000  # one process: hosts worked at once (a task and one leas
 FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight, and as many kept
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
-CO_WORKED = 4  # a fleet's busiest hosts, which every worker works
-BUSIEST_EVERY = 1.0  # seconds between a fleet worker's questions for them
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
 ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
@@ -73,37 +71,22 @@ class Hosts:
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
     places, which are held longer (at 1,024 hosts each, two workers at the default size made
     50-190 requests a second, 3-10 open at the servers, where at 128 they made 270-330, 16
-    open).
-
-    Besides these, every worker works the fleet's ``CO_WORKED`` busiest hosts (most URLs
-    queued), asked every ``BUSIEST_EVERY``: the biggest hosts set the crawl's length, and one
-    worker alone, busy with hundreds of hosts, asked the biggest one page every 296-321 ms in
-    the opening rush for its 202 (each request's settling, lease, turn and place, one after
-    the other, each waiting for a crowded event loop).  Worked by all four, each one's turn
-    booked while another's request runs, it was asked every 227 ms in the same rush.  The
-    host's hold still lets one request out at a time, spaced (``Pacing.holding``)."""
+    open)."""
 
     def __init__(self, cap: int, shared: bool) -> None:
         self.cap, self.shared = cap, shared
         self.new: set[str] = set()  # at work, started before any of their URLs was leased
         self.dropping: set[str] = set()  # kept, to leave after the page in flight: a new one took the place
-        self.busiest: set[str] = set()  # at work, started as one of the fleet's busiest
-        self._busiest_at = 0.0  # when the frontier is next asked for them
 
     async def to_start(
         self, frontier: Frontier, now: float, active: Collection[str], full: set[str]
     ) -> list[str]:
         """The hosts to start now, not ``active`` (at work here) nor ``full`` (at --max-per-host)."""
         busy, new = set(active) | full, []
-        kept = len(active) - len(self.new) - len(self.dropping) - len(self.busiest)
+        kept = len(active) - len(self.new) - len(self.dropping)
         if self.shared and len(self.new) < self.cap:
             new = await frontier.ready_authorities(now, busy, self.cap - len(self.new), leased=False)
             self.new.update(new)
-        if self.shared and now >= self._busiest_at:  # once a look at most: a host not ready ends at once
-            self._busiest_at = now + BUSIEST_EVERY
-            top = [a for a, _ in await frontier.busiest(CO_WORKED) if a not in busy and a not in new]
-            self.busiest.update(top)
-            new += top
         free = min(HOSTS_AT_ONCE - len(busy) - len(new), self.cap - kept)
         if free <= 0:
             return new
@@ -113,7 +96,6 @@ class Hosts:
         """``auth``'s task here ended (drained, left, or failed)."""
         self.new.discard(auth)
         self.dropping.discard(auth)
-        self.busiest.discard(auth)
 
     def leave(self, auth: str, active: Collection[str], ranks: Mapping[str, tuple[int, int]]) -> bool:
         """Whether to leave ``auth`` to the fleet after its page just asked: ``active`` the hosts
@@ -133,8 +115,7 @@ class Hosts:
         if auth not in self.new or sent < DISCOVERY:
             return False
         self.new.discard(auth)
-        others = self.new | self.dropping | self.busiest
-        kept = [a for a in active if a != auth and a not in others]
+        kept = [a for a in active if a != auth and a not in self.new and a not in self.dropping]
         if len(kept) < self.cap:
             return False
         least = min(((ranks[a][1], a) for a in kept if a in ranks), default=None)
