@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from manners.crawl import last_requests
-from manners.crawl.last_requests import still_answering
-from manners.crawl.pacing import HOLD_MARGIN
+from manners.crawl.last_requests import LATE, still_answering
 from manners.crawl.page import Page
 from manners.crawl.records import Ledger, PageLog
 from manners.crawl.urls import authority
@@ -67,9 +66,9 @@ def test_a_host_waits_only_when_its_last_request_may_still_be_out(
     cases = [("b", "gemini://b.example/1", rotated), ("c", "gemini://c.example/robots.txt", rotated),
              ("d", "gemini://d.example/1", first)]  # fmt: skip
     for host, url, path in cases:
-        expected = _ledger_t(path, url) + DEADLINE + HOLD_MARGIN
+        expected = _ledger_t(path, url) + DEADLINE + LATE
         assert found[authority(f"gemini://{host}.example/")] == pytest.approx(expected), host
-    assert still_answering(out, DEADLINE, now=time.time() + DEADLINE + HOLD_MARGIN + 1) == {}  # all past it
+    assert still_answering(out, DEADLINE, now=time.time() + DEADLINE + LATE + 1) == {}  # all past it
     assert still_answering(tmp_path / "empty", DEADLINE) is None  # no ledger: the files say nothing
 
 

@@ -12,8 +12,8 @@ The run's files can say.  The ledger has a line flushed before each request leav
 and caps.txt's too), and the pages file a record once a page's answer is in; flushed, both
 outlive a SIGKILL.  So a host whose last request has a record after it was answered, and is
 spaced from that answer; one whose last request has none may be answered until that request's
-deadline and the margin a dead fleet worker's hold has (``HOLD_MARGIN``); one with no request
-in the last deadline has nothing out.
+deadline (begun a moment after its line: ``LATE``), as long as a request that timed out holds
+its host in a run not killed; one with no request in the last deadline has nothing out.
 """
 
 from __future__ import annotations
@@ -26,22 +26,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .outdir import open_nofollow
-from .pacing import HOLD_MARGIN
 from .records import LEDGERS, PAGES, log_files, series_of
 
+LATE = 1.0  # seconds from a request's ledger line to the start of its deadline, at most (a busy loop)
 OUT_OF_ORDER = 60.0  # seconds a page record may come after a later one (records are written as pages settle)
 CHUNK = 1 << 20  # bytes read at a time, from a file's end back
 
 
 def still_answering(out: Path, deadline: float, now: float | None = None) -> dict[str, float] | None:
-    """For each host the killed run asked in the last ``deadline`` seconds (and ``HOLD_MARGIN``),
+    """For each host the killed run asked in the last ``deadline`` seconds (and ``LATE``),
     the moment its next request is to be spaced from: its last request's answer, or that request's
     deadline when no answer is on record (robots.txt's never is).  ``out``: the crawl's directory,
     holding every worker's ledger and pages files.  Unreadable or damaged lines are passed over:
     this only narrows the wait the frontier would otherwise give every host with a URL leased.
     None when ``out`` holds no ledger (a crawl made before there was one): the files say nothing."""
     now = time.time() if now is None else now
-    since = now - deadline - HOLD_MARGIN  # a request older than this is past its deadline
+    since = now - deadline - LATE  # a request older than this is past its deadline
     last: dict[str, tuple[float, str]] = {}  # authority -> its last request: when, which URL
     ledgers = _series(out, LEDGERS)
     if not ledgers:
@@ -69,7 +69,7 @@ def still_answering(out: Path, deadline: float, now: float | None = None) -> dic
             if isinstance(url, str) and at > answered.get(url, -1.0):
                 answered[url] = at
     return {
-        auth: answered[url] if answered.get(url, -1.0) >= t - 0.001 else t + deadline + HOLD_MARGIN
+        auth: answered[url] if answered.get(url, -1.0) >= t - 0.001 else t + deadline + LATE
         for auth, (t, url) in last.items()
     }  # a record's moment has milliseconds: one a request before this one's answer is older
 
