@@ -15,6 +15,13 @@ def timestamp(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def moment(text: str) -> float:
+    """A moment ``timestamp`` wrote (any RFC 3339 one) as seconds since the epoch, a naive one
+    taken as UTC; ValueError when ``text`` is none."""
+    when = datetime.fromisoformat(text)
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
 def status_number(status: int | str | None) -> int | None:
     """A protocol status as the integer it is (HTTP 200, Gemini 20), or None when the answer
     had none: a Gopher server's, or a fetch that failed below the protocol (its name is kept

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..cache.entry import TTL
-from ..vocabulary import timestamp
+from ..vocabulary import moment, timestamp
 
 #: Seconds a gap may fall short of the one required: a ledger line is timed just before its
 #: request is written, so clock jitter and timer granularity show up as a few milliseconds.
@@ -180,10 +180,9 @@ def _moment_of(obj: dict[str, Any], key: str, where: str, null: bool = False) ->
         return None
     text = _text(obj, key, where)
     try:
-        when = datetime.fromisoformat(text)
+        return moment(text)
     except ValueError:
         raise AuditError(f"{where}: {key!r} is no RFC 3339 moment: the file is damaged") from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def pages_record(obj: dict[str, Any], where: str, worker: str | None) -> Record:

@@ -22,9 +22,9 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
+from ..vocabulary import moment
 from .outdir import open_nofollow
 from .records import LEDGERS, PAGES, log_files, series_of
 
@@ -117,7 +117,6 @@ def _moment(value: object) -> float | None:
     if not isinstance(value, str):
         return None
     try:
-        when = datetime.fromisoformat(value)
+        return moment(value)
     except ValueError:
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
