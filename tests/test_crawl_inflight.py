@@ -175,7 +175,7 @@ async def _hold_then_queue(gate: inflight.Gate, ranks: dict[str, tuple[int, floa
     return got
 
 
-def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_queued_per_page() -> None:
+def test_the_gate_goes_fast_growers_then_robots_then_first_pages_then_most_queued_per_page() -> None:
     ranks = {
         "small": inflight.rank(9, 2),
         "big": inflight.rank(9, 500),
@@ -187,9 +187,14 @@ def test_the_gate_hands_places_to_robots_then_a_hosts_first_pages_then_the_most_
         # read 900 times and 1,000 still queued: draining; read 5 times and 30 queued: still growing
         "drained": inflight.rank(900, 1000),
         "growing": inflight.rank(5, 30),
+        # past its first pages, 2 URLs queued for each page asked: ranked, after the first pages
+        "slower": inflight.rank(inflight.DISCOVERY, 2 * (inflight.DISCOVERY + 1)),
     }
     got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
-    assert got == ["robots", "new-too", "new", "big", "growing", "middle", "drained", "small", "small-too"]
+    # growing 50, 5 and 4 URLs queued per page asked: before every other host's first requests
+    assert got == [
+        "big", "growing", "middle", "robots", "new-too", "new", "slower", "drained", "small", "small-too"
+    ]  # fmt: skip
 
 
 def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:

@@ -13,7 +13,8 @@ and the order they get one decides the crawl's length.  First come, first served
 of N hosts with work 1/N of the places, so the biggest host, which alone sets the bound, runs
 at a fraction of its pace for as long as the opening rush lasts.  ``Gate`` hands places by
 rank instead: a host's first requests (its robots.txt, then ``DISCOVERY`` pages: enough to
-see its pages link to more), then the host with the most URLs queued per page asked of it.
+see its pages link to more), then the host with the most URLs queued per page asked of it; a
+host past its first pages still growing fast (``GROWING_BY``) goes before them all (``rank``).
 First of the crawl, not of the run: a host whose pages were asked before (by a run that was
 killed, or by another worker) has shown its size, and a resumed run that read every host's
 robots.txt and first pages again before the biggest host's next page would stall that host
@@ -45,7 +46,8 @@ FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
-ROBOTS, DISCOVERING, RANKED = 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
+GROWING_BY = 3.0  # URLs queued per page asked past its first pages: a host growing this fast goes first
+GROWING, ROBOTS, DISCOVERING, RANKED = 3, 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
 def hosts_at_once(concurrency: int, shared: bool) -> int:
@@ -154,8 +156,20 @@ def fit_descriptors(concurrency: int) -> int:
 def rank(sent: int, queued: int) -> tuple[int, float]:
     """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far
     (this worker's, and the URLs settled before it first leased one: ``Frontier.host_done``),
-    ``queued`` URLs of the host's still queued (``Lease.queued``)."""
-    return (DISCOVERING, queued) if sent < DISCOVERY else (RANKED, queued / (sent + 1))
+    ``queued`` URLs of the host's still queued (``Lease.queued``).
+
+    A host past its first pages that still queues ``GROWING_BY`` URLs or more per page asked
+    goes before every other host's robots.txt and first pages: it has shown itself big, and
+    reading the others' first pages first stalled it (the biggest capsule, 28 URLs queued after
+    its first four pages, waited 67-92 s behind 4,400 hosts' first pages in one process, and
+    48 s in a fleet's worker).  Its rate is its spacing's, so a few such hosts take a small
+    share of the places, and it falls back among the ranked ones as it is drained.  A host
+    whose pages link to fewer is not held up for long: discovery ends in a minute or two.
+    bench/space_schedule.py measured it (docs/benchmarks.md)."""
+    if sent < DISCOVERY:
+        return (DISCOVERING, queued)
+    growth = queued / (sent + 1)
+    return (GROWING if growth >= GROWING_BY else RANKED, growth)
 
 
 def robots_rank(sent: int, queued: int) -> tuple[int, float]:
