@@ -7,16 +7,19 @@ for them, and when even the hard one is, fewer requests go at once, said in one 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import resource
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from manners.crawl import inflight
+from manners.crawl import Crawler, inflight
 from manners.crawl.inflight import SPARE_FILES, Hosts, fit_descriptors, hosts_at_once
 from manners.crawl.redis_frontier import open_redis_frontier
+from slow_hole import slow_hole
 
 
 class Limits:
@@ -218,3 +221,34 @@ def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
         return gate.free
 
     assert asyncio.run(asyncio.wait_for(main(), 5)) == 1
+
+
+def test_a_holes_caps_txt_is_not_one_of_its_first_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """caps.txt links to nothing, so it shows nothing of a hole's size: counted as one of its
+    ``DISCOVERY`` pages, it left a big hole ranked by one page fewer, and its growth too low to go
+    first (the default space's biggest hole waited 256-267 s after its first pages)."""
+    tiers: list[int] = []
+    place = inflight.Gate.place
+
+    def recording(
+        self: inflight.Gate, rank: tuple[int, float] = (inflight.ROBOTS, 0)
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        tiers.append(rank[0])
+        return place(self, rank)
+
+    monkeypatch.setattr(inflight.Gate, "place", recording)
+    with slow_hole(0.0, items=inflight.DISCOVERY + 3) as hole:
+
+        async def crawl() -> None:
+            async with Crawler("testbot", (), tmp_path / "out", min_delay=0.01, timeout=5,
+                               allow_private=True) as crawler:  # fmt: skip
+                async for _ in crawler.crawl([f"gopher://127.0.0.1:{hole.port}/1/"]):
+                    pass
+
+        asyncio.run(asyncio.wait_for(crawl(), 60))
+        asked = hole.selectors()
+    assert "caps.txt" in asked and len(asked) == 1 + 1 + 1 + inflight.DISCOVERY + 3, asked
+    # the menu and the next three items, and caps.txt beside them, before it is ranked
+    assert tiers.count(inflight.DISCOVERING) == inflight.DISCOVERY + 1, tiers

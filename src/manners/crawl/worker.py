@@ -505,11 +505,11 @@ class Worker:
         the next request is spaced from the ledger's line too, even if no connection is made."""
         url = lease.url
         self.stats.requests += 1
-        self._sent[auth] = (self._sent[auth][0] + 1, lease.queued)
+        what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
+        self._sent[auth] = (self._sent[auth][0] + (what == "page"), lease.queued)  # caps.txt shows no size
         visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
-        what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
         async with self.pacing.holding(auth, spacing, late=late) as leaving:
