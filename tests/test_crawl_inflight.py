@@ -200,6 +200,19 @@ def test_the_gate_goes_fast_growers_then_robots_then_first_pages_then_most_queue
     ]  # fmt: skip
 
 
+def test_a_fleets_worker_puts_no_host_before_the_new_hosts_first_requests() -> None:
+    """New hosts come to a fleet's worker for as long as the opening rush lasts: the hosts growing
+    fast go after their robots.txt and first pages, ranked with the others."""
+    ranks = {
+        "growing": inflight.rank(5, 30, fleet=True),
+        "small": inflight.rank(9, 2, fleet=True),
+        "new": inflight.rank(0, 1, fleet=True),
+        "robots": inflight.robots_rank(0, 0, fleet=True),
+    }
+    got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
+    assert got == ["robots", "new", "growing", "small"]
+
+
 def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
     async def main() -> int:
         gate = inflight.Gate(1)

@@ -428,7 +428,8 @@ class Crawler(Worker):
         """robots.txt fetched for the robot, each request having its turn (``Pacing.fetch_robots``),
         one of the requests in flight (``concurrency``) while it runs, at its rank there
         (``inflight.robots_rank``)."""
-        async with self._gate().place(robots_rank(*self._sent.get(urls.authority(location), (0, 0)))):
+        sent, queued = self._sent.get(urls.authority(location), (0, 0))
+        async with self._gate().place(robots_rank(sent, queued, fleet=self.shared)):
             return await self.pacing.fetch_robots(location, self.robot)
 
 

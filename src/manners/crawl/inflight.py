@@ -14,7 +14,8 @@ of N hosts with work 1/N of the places, so the biggest host, which alone sets th
 at a fraction of its pace for as long as the opening rush lasts.  ``Gate`` hands places by
 rank instead: a host's first requests (its robots.txt, then ``DISCOVERY`` pages: enough to
 see its pages link to more), then the host with the most URLs queued per page asked of it; a
-host past its first pages still growing fast (``GROWING_BY``) goes before them all (``rank``).
+host past its first pages still growing fast (``GROWING_BY``) goes before them all in one
+process (``rank``).
 First of the crawl, not of the run: a host whose pages were asked before (by a run that was
 killed, or by another worker) has shown its size, and a resumed run that read every host's
 robots.txt and first pages again before the biggest host's next page would stall that host
@@ -153,29 +154,29 @@ def fit_descriptors(concurrency: int) -> int:
     return fits
 
 
-def rank(sent: int, queued: int) -> tuple[int, float]:
+def rank(sent: int, queued: int, fleet: bool = False) -> tuple[int, float]:
     """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far
     (this worker's, and the URLs settled before it first leased one: ``Frontier.host_done``),
     ``queued`` URLs of the host's still queued (``Lease.queued``).
 
-    A host past its first pages that still queues ``GROWING_BY`` URLs or more per page asked
-    goes before every other host's robots.txt and first pages: it has shown itself big, and
-    reading the others' first pages first stalled it (the biggest capsule, 28 URLs queued after
-    its first four pages, waited 67-92 s behind 4,400 hosts' first pages in one process, and
-    48 s in a fleet's worker).  Its rate is its spacing's, so a few such hosts take a small
-    share of the places, and it falls back among the ranked ones as it is drained.  A host
-    whose pages link to fewer is not held up for long: discovery ends in a minute or two.
-    bench/space_schedule.py measured it (docs/benchmarks.md)."""
+    In one process, a host past its first pages that still queues ``GROWING_BY`` URLs or more
+    per page asked goes before every other host's robots.txt and first pages: it has shown itself
+    big, and reading all the others' first pages first stalled it (the biggest capsule, 20 URLs
+    queued after its first four pages, waited 67-92 s behind 4,400 hosts' first pages).  Its
+    rate is its spacing's, and it falls back among the ranked hosts as it is drained.  Not in a
+    fleet's worker (``fleet``): new hosts come to it for as long as the opening rush lasts, 128
+    at a time, and behind the growing hosts a new host's first page waited as long (the biggest
+    capsule's root: 74 s, with 4 workers).  docs/benchmarks.md has the runs."""
     if sent < DISCOVERY:
         return (DISCOVERING, queued)
     growth = queued / (sent + 1)
-    return (GROWING if growth >= GROWING_BY else RANKED, growth)
+    return (GROWING if growth >= GROWING_BY and not fleet else RANKED, growth)
 
 
-def robots_rank(sent: int, queued: int) -> tuple[int, float]:
+def robots_rank(sent: int, queued: int, fleet: bool = False) -> tuple[int, float]:
     """A robots.txt fetch's rank: the top one for a host none of whose pages were asked (it shows
     the host), else its next page's (its copy expired, or a resumed run's cache is empty)."""
-    return rank(sent, queued) if sent else (ROBOTS, 0)
+    return rank(sent, queued, fleet) if sent else (ROBOTS, 0)
 
 
 class Gate:

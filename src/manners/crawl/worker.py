@@ -493,7 +493,7 @@ class Worker:
         self.stats.waiting.pop(auth, None)
         gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
-        async with gate.place(rank(*self._sent[auth])):  # one of ``concurrency``
+        async with gate.place(rank(*self._sent[auth], fleet=self.shared)):  # one of ``concurrency``
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
                 honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
