@@ -47,7 +47,7 @@ FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
-GROWING_BY = 3.0  # URLs queued per page asked past its first pages: a host growing this fast goes first
+GROWING_BY = 3.0  # URLs queued per page asked past its first pages: such a host goes first in one process
 GROWING, ROBOTS, DISCOVERING, RANKED = 3, 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
