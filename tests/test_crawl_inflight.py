@@ -200,17 +200,22 @@ def test_the_gate_goes_fast_growers_then_robots_then_first_pages_then_most_queue
     ]  # fmt: skip
 
 
-def test_a_fleets_worker_puts_no_host_before_the_new_hosts_first_requests() -> None:
+def test_a_fleets_worker_gives_growing_hosts_every_second_place_while_new_hosts_wait() -> None:
     """New hosts come to a fleet's worker for as long as the opening rush lasts: the hosts growing
-    fast go after their robots.txt and first pages, ranked with the others."""
+    fast take at most half its places while new hosts' robots.txt and first pages wait, and all of
+    them when nothing else waits."""
     ranks = {
-        "growing": inflight.rank(5, 30, fleet=True),
-        "small": inflight.rank(9, 2, fleet=True),
-        "new": inflight.rank(0, 1, fleet=True),
-        "robots": inflight.robots_rank(0, 0, fleet=True),
+        "big": inflight.rank(9, 500),
+        "growing": inflight.rank(5, 30),
+        "grows-too": inflight.rank(5, 20),
+        "small": inflight.rank(9, 2),
+        "new": inflight.rank(0, 1),
+        "robots": inflight.robots_rank(0, 0),
     }
-    got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
-    assert got == ["robots", "new", "growing", "small"]
+    fleet = asyncio.run(_hold_then_queue(inflight.Gate.for_worker(2, shared=True), ranks))
+    assert fleet == ["big", "robots", "growing", "new", "grows-too", "small"]
+    alone = asyncio.run(_hold_then_queue(inflight.Gate.for_worker(2, shared=False), ranks))
+    assert alone == ["big", "growing", "grows-too", "robots", "new", "small"]
 
 
 def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:

@@ -429,7 +429,7 @@ class Crawler(Worker):
         one of the requests in flight (``concurrency``) while it runs, at its rank there
         (``inflight.robots_rank``)."""
         sent, queued = self._sent.get(urls.authority(location), (0, 0))
-        async with self._gate().place(robots_rank(sent, queued, fleet=self.shared)):
+        async with self._gate().place(robots_rank(sent, queued)):
             return await self.pacing.fetch_robots(location, self.robot)
 
 

@@ -14,8 +14,8 @@ of N hosts with work 1/N of the places, so the biggest host, which alone sets th
 at a fraction of its pace for as long as the opening rush lasts.  ``Gate`` hands places by
 rank instead: a host's first requests (its robots.txt, then ``DISCOVERY`` pages: enough to
 see its pages link to more), then the host with the most URLs queued per page asked of it; a
-host past its first pages still growing fast (``GROWING_BY``) goes before them all in one
-process (``rank``).
+host past its first pages still growing fast (``GROWING_BY``) goes before them all (``rank``),
+in a fleet's worker in up to half the places.
 First of the crawl, not of the run: a host whose pages were asked before (by a run that was
 killed, or by another worker) has shown its size, and a resumed run that read every host's
 robots.txt and first pages again before the biggest host's next page would stall that host
@@ -47,7 +47,7 @@ FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
-GROWING_BY = 3.0  # URLs queued per page asked past its first pages: such a host goes first in one process
+GROWING_BY = 3.0  # URLs queued per page asked past its first pages: such a host goes first
 GROWING, ROBOTS, DISCOVERING, RANKED = 3, 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
 
 
@@ -65,10 +65,10 @@ class Hosts:
     in place of the kept one with the fewest URLs queued (``leave``), and is otherwise left for
     the frontier to hand to a worker with room.  So the fleet
     reads every host's first pages in the crawl's first minutes, as one process does, and a
-    host they show big waits for a place only behind the hosts read before it: with one cap
+    host they show big waits for a place only behind bigger ones left: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
     and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  The kept
-    places take only hosts leased before (``leased``: those left, least recently leased first):
+    places take only hosts leased before (``leased``: those left, the biggest first, none at work):
     taking hosts never leased there too filled them by name at the start, and the biggest
     capsule, left after its first pages at 5 s, waited 62-150 s for those to run out.  More
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
@@ -154,40 +154,56 @@ def fit_descriptors(concurrency: int) -> int:
     return fits
 
 
-def rank(sent: int, queued: int, fleet: bool = False) -> tuple[int, float]:
+def rank(sent: int, queued: int) -> tuple[int, float]:
     """A page request's rank at the ``Gate``: ``sent`` page requests made to its host so far
     (this worker's, and the URLs settled before it first leased one: ``Frontier.host_done``),
     ``queued`` URLs of the host's still queued (``Lease.queued``).
 
-    In one process, a host past its first pages that still queues ``GROWING_BY`` URLs or more
-    per page asked goes before every other host's robots.txt and first pages: it has shown itself
-    big, and reading all the others' first pages first stalled it (the biggest capsule, 20 URLs
-    queued after its first four pages, waited 67-92 s behind 4,400 hosts' first pages).  Its
-    rate is its spacing's, and it falls back among the ranked hosts as it is drained.  Not in a
-    fleet's worker (``fleet``): new hosts come to it for as long as the opening rush lasts, 128
-    at a time, and behind the growing hosts a new host's first page waited as long (the biggest
-    capsule's root: 74 s, with 4 workers).  docs/benchmarks.md has the runs."""
+    A host past its first pages that still queues ``GROWING_BY`` URLs or more per page asked
+    goes before every other host's robots.txt and first pages: it has shown itself big, and
+    reading all the others' first pages first stalled it (the biggest capsule, 20 URLs queued
+    after its first four pages, waited 67-92 s behind 4,400 hosts' first pages).  Its rate is its
+    spacing's, and it falls back among the ranked hosts as it is drained.  In a fleet's worker,
+    only up to half the places (``Gate``'s ``growing``).  docs/benchmarks.md has the runs."""
     if sent < DISCOVERY:
         return (DISCOVERING, queued)
     growth = queued / (sent + 1)
-    return (GROWING if growth >= GROWING_BY and not fleet else RANKED, growth)
+    return (GROWING if growth >= GROWING_BY else RANKED, growth)
 
 
-def robots_rank(sent: int, queued: int, fleet: bool = False) -> tuple[int, float]:
+def robots_rank(sent: int, queued: int) -> tuple[int, float]:
     """A robots.txt fetch's rank: the top one for a host none of whose pages were asked (it shows
     the host), else its next page's (its copy expired, or a resumed run's cache is empty)."""
-    return rank(sent, queued, fleet) if sent else (ROBOTS, 0)
+    return rank(sent, queued) if sent else (ROBOTS, 0)
 
 
 class Gate:
     """``places`` requests on the wire at once; when more want one, the highest rank goes
-    first (first come, first served among equals).  A place is handed from the request that
-    ends straight to the next, so none is taken out of turn in between."""
+    first (first come, first served among equals), except that requests of hosts growing fast
+    (``GROWING``) hold at most ``growing`` places while others wait.  A place is handed from the
+    request that ends straight to the next, so none is taken out of turn in between.
 
-    def __init__(self, places: int) -> None:
+    ``growing``: every place in one process, half in a fleet's worker (``for_worker``).  New
+    hosts come to a fleet's worker for as long as the opening rush lasts, 128 at a time: with
+    every place for the growing hosts, a new host's first page waited as long as the biggest
+    capsule had (its root: 74 s, with 4 workers); with none, the biggest capsule, past its first
+    pages at 23 s, waited 93 s more and was then asked every 341-377 ms for 12 minutes, not
+    every 202 (1.271x the bound)."""
+
+    def __init__(self, places: int, growing: int | None = None) -> None:
         self.free = places
-        self._waiting: list[tuple[tuple[int, float], int, asyncio.Future[None]]] = []
+        self.growing_at_most = places if growing is None else growing
+        self.growing = 0  # places held by requests of the GROWING tier
+        self._waiting: dict[bool, list[tuple[tuple[int, float], int, asyncio.Future[None]]]] = {
+            True: [],  # GROWING
+            False: [],  # the others
+        }
         self._order = itertools.count()
+
+    @classmethod
+    def for_worker(cls, places: int, shared: bool) -> Gate:
+        """A worker's gate: growing hosts in up to half its places on a fleet, in all in one process."""
+        return cls(places, max(1, places // 2) if shared else None)
 
     def locked(self) -> bool:
         """Whether a request asking now would wait."""
@@ -196,26 +212,37 @@ class Gate:
     @contextlib.asynccontextmanager
     async def place(self, rank: tuple[int, float] = (ROBOTS, 0)) -> AsyncIterator[None]:
         """Hold a place while the block runs (``rank``: see ``rank``; a robots.txt fetch's by default)."""
+        growing = rank[0] == GROWING
         if self.locked():
             waiter = asyncio.get_running_loop().create_future()
-            heapq.heappush(self._waiting, ((-rank[0], -rank[1]), next(self._order), waiter))
+            heapq.heappush(self._waiting[growing], ((-rank[0], -rank[1]), next(self._order), waiter))
             try:
                 await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():  # handed a place as it was cancelled
-                    self._hand_on()
+                    self._release(growing)
                 raise
         else:
             self.free -= 1
+            self.growing += growing
         try:
             yield
         finally:
-            self._hand_on()
+            self._release(growing)
 
-    def _hand_on(self) -> None:
-        while self._waiting:
-            _, _, waiter = heapq.heappop(self._waiting)
-            if not waiter.done():
-                waiter.set_result(None)
-                return
+    def _release(self, growing: bool) -> None:
+        self.growing -= growing
+        fast, rest = self._waiting[True], self._waiting[False]
+        while fast or rest:
+            if fast and (self.growing < self.growing_at_most or not rest):
+                _, _, waiter = heapq.heappop(fast)
+                if not waiter.done():
+                    self.growing += 1
+                    waiter.set_result(None)
+                    return
+            else:
+                _, _, waiter = heapq.heappop(rest)
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
         self.free += 1

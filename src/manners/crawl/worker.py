@@ -142,7 +142,7 @@ class Worker:
         of them at once (fewer if the process cannot open that many sockets:
         ``inflight.fit_descriptors``).  A host waiting for its turn holds none."""
         if self._requests is None:
-            self._requests = Gate(fit_descriptors(self.concurrency))
+            self._requests = Gate.for_worker(fit_descriptors(self.concurrency), self.shared)
         return self._requests
 
     # -- the run --------------------------------------------------------------------------
@@ -493,7 +493,7 @@ class Worker:
         self.stats.waiting.pop(auth, None)
         gate = self._gate()
         late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
-        async with gate.place(rank(*self._sent[auth], fleet=self.shared)):  # one of ``concurrency``
+        async with gate.place(rank(*self._sent[auth])):  # one of ``concurrency``
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
                 honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
             return await self._request(auth, lease, decision, spacing, honoured, late)
