@@ -12,7 +12,8 @@ read).  Whenever the CPU is free, a rule picks among the hosts whose turn has co
 - ``ranked``: ``inflight.rank``, the crawler's rule in one process: a host past its first pages
   queueing 3 or more per page asked, then a host's first pages, then the most queued per page
   asked;
-- ``fleet``: ``inflight.rank`` in a fleet's worker: no host before the first pages;
+- ``fleet``: a fleet's worker's rule before its gate gave growing hosts half its places: no
+  host before the first pages, then the most queued per page asked;
 - ``first-queued``: a host's first pages, then the most queued (the gate's rule before);
 - ``queued``: the most queued, from the first page on;
 - ``oracle``: the most seconds of pages left, known in advance (no crawler knows it: the ceiling).
@@ -48,7 +49,9 @@ Rule = Callable[[int, int, int, float], tuple[int, float]]  # (pages asked, queu
 RULES: dict[str, Rule] = {
     "fifo": lambda sent, queued, left, spacing: (0, 0),
     "ranked": lambda sent, queued, left, spacing: rank(sent, queued),
-    "fleet": lambda sent, queued, left, spacing: rank(sent, queued, fleet=True),
+    "fleet": lambda sent, queued, left, spacing: (
+        (1, queued) if sent < DISCOVERY else (0, queued / (sent + 1))
+    ),
     "first-queued": lambda sent, queued, left, spacing: (int(sent < DISCOVERY), queued),
     "queued": lambda sent, queued, left, spacing: (0, queued),
     "oracle": lambda sent, queued, left, spacing: (0, left * spacing),

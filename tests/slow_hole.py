@@ -53,8 +53,9 @@ class Hole:
 
 
 @contextmanager
-def slow_hole(delay: float, robots: str = ALLOW_ALL, items: int = 0) -> Iterator[Hole]:
-    """The server on 127.0.0.1, in a thread; yields it once it listens."""
+def slow_hole(delay: float, robots: str = ALLOW_ALL, items: int = 0, kind: str = "0") -> Iterator[Hole]:
+    """The server on 127.0.0.1, in a thread; yields it once it listens.  Its menu lists ``items``
+    of item type ``kind`` (each a menu too, the same one, if "1")."""
     hole = Hole(delay=delay, robots=robots)
     loop = _Loop()
 
@@ -82,7 +83,7 @@ def slow_hole(delay: float, robots: str = ALLOW_ALL, items: int = 0) -> Iterator
 
     try:
         hole.port = loop.serve(handle)
-        hole.menu = "".join(f"0item {i}\t/item{i}\t127.0.0.1\t{hole.port}\r\n" for i in range(items))
+        hole.menu = "".join(f"{kind}item {i}\t/item{i}\t127.0.0.1\t{hole.port}\r\n" for i in range(items))
         yield hole
     finally:
         loop.stop()

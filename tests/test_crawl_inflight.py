@@ -120,29 +120,37 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
 def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest() -> None:
     """The biggest capsule, read in a fleet's first seconds, was left to the fleet when its
     worker's kept places were full, and waited 79-141 s for one.  A new host read with ``SWAP``
-    times as many URLs queued as the kept host with the fewest takes its place: that one leaves
-    after its page in flight, and the worker starts no other kept host for it.  A big host deep
-    in its crawl (many pages asked, growing slowly) is not the one to go."""
+    times as many URLs queued as the kept host with the fewest takes its place, and so does one
+    still growing fast (``GROWING_BY`` per page asked) where that one is not (the biggest hole,
+    left with 15 queued, waited 463-505 s): that one leaves after its page in flight, and the
+    worker starts no other kept host for it.  A big host deep in its crawl (many pages asked,
+    growing slowly) is not the one to go."""
     me = Hosts(2, shared=True)
-    kept, new = ["k0", "k1"], ["n0", "n1", "n2", "n3"]
+    kept, new = ["k0", "k1"], ["n0", "n1", "n2", "n3", "n4"]
     me.new.update(new)
     active = kept + new
     d = inflight.DISCOVERY
-    ranks = {"k0": (3000, 1000), "k1": (10, 6), "n0": (d, 12), "n1": (d, 13), "n2": (d, 100), "n3": (d, 20)}
-    assert me.leave("n0", active, ranks)  # 12 queued: not more than twice k1's 6: left
+    ranks = {"k0": (3000, 1000), "k1": (10, 6), "n0": (d, 12), "n1": (d, 13), "n2": (d, 100), "n3": (d, 20),
+             "n4": (d, 30)}  # fmt: skip
+    assert me.leave("n0", active, ranks)  # 12 queued, 2.4 a page: neither twice k1's 6 nor growing fast
     active.remove("n0")
     me.ended("n0")
     assert not me.leave("n1", active, ranks)  # 13: kept, in k1's place (k0, growing slower, stays)
     assert me.dropping == {"k1"} and "n1" not in me.new
     assert not me.leave("k0", active, ranks)  # kept and not displaced: stays
     assert me.leave("k1", active, ranks)  # leaves after its page
-    assert me.leave("n3", active, ranks)  # 20 queued: not twice n1's 13 (k1 goes already): left
-    active.remove("n3")
-    me.ended("n3")
     active.remove("k1")
     me.ended("k1")
-    assert not me.leave("n2", active, ranks)  # 100: kept in n1's place
+    assert not me.leave("n3", active, ranks)  # 20, not twice n1's 13, but 4 a page to its 2.6: kept
     assert me.dropping == {"n1"}
+    assert me.leave("n1", active, ranks)
+    active.remove("n1")
+    me.ended("n1")
+    assert not me.leave("n2", active, ranks)  # 100: kept in n3's place
+    assert me.dropping == {"n3"}
+    active.remove("n3")
+    me.ended("n3")
+    assert me.leave("n4", active, ranks)  # 30, growing fast, but so is n2 (100 queued): left
     assert not me.leave("k0", active, ranks) and not me.leave("n2", active, ranks)  # kept ones stay
     assert not Hosts(2, shared=False).leave("k0", active, ranks)  # one process: every host stays
 
@@ -203,7 +211,7 @@ def test_the_gate_goes_fast_growers_then_robots_then_first_pages_then_most_queue
 def test_a_fleets_worker_gives_growing_hosts_every_second_place_while_new_hosts_wait() -> None:
     """New hosts come to a fleet's worker for as long as the opening rush lasts: the hosts growing
     fast take at most half its places while new hosts' robots.txt and first pages wait, and all of
-    them when nothing else waits."""
+    them when no new host's request waits."""
     ranks = {
         "big": inflight.rank(9, 500),
         "growing": inflight.rank(5, 30),
@@ -216,6 +224,10 @@ def test_a_fleets_worker_gives_growing_hosts_every_second_place_while_new_hosts_
     assert fleet == ["big", "robots", "growing", "new", "grows-too", "small"]
     alone = asyncio.run(_hold_then_queue(inflight.Gate.for_worker(2, shared=False), ranks))
     assert alone == ["big", "growing", "grows-too", "robots", "new", "small"]
+    # once no new host waits (the rush over), they go before the others in every place
+    del ranks["new"], ranks["robots"]
+    later = asyncio.run(_hold_then_queue(inflight.Gate.for_worker(2, shared=True), ranks))
+    assert later == ["big", "growing", "grows-too", "small"]
 
 
 def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
@@ -241,12 +253,14 @@ def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
     assert asyncio.run(asyncio.wait_for(main(), 5)) == 1
 
 
-def test_a_holes_caps_txt_is_not_one_of_its_first_pages(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["1", "0"])
+def test_only_a_holes_menus_are_its_first_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    """caps.txt links to nothing, so it shows nothing of a hole's size: counted as one of its
-    ``DISCOVERY`` pages, it left a big hole ranked by one page fewer, and its growth too low to go
-    first (the default space's biggest hole waited 256-267 s after its first pages)."""
+    """caps.txt and text items link to nothing, so they show nothing of a hole's size: counted as
+    its ``DISCOVERY`` pages, they left a big hole ranked by pages fewer, and its growth too low to
+    go first (the default space's biggest hole, its first four pages its root, caps.txt and two
+    texts, waited 213-267 s after them, and 463 s for a fleet's worker)."""
     tiers: list[int] = []
     place = inflight.Gate.place
 
@@ -257,7 +271,7 @@ def test_a_holes_caps_txt_is_not_one_of_its_first_pages(
         return place(self, rank)
 
     monkeypatch.setattr(inflight.Gate, "place", recording)
-    with slow_hole(0.0, items=inflight.DISCOVERY + 3) as hole:
+    with slow_hole(0.0, items=inflight.DISCOVERY + 3, kind=kind) as hole:
 
         async def crawl() -> None:
             async with Crawler("testbot", (), tmp_path / "out", min_delay=0.01, timeout=5,
@@ -268,5 +282,7 @@ def test_a_holes_caps_txt_is_not_one_of_its_first_pages(
         asyncio.run(asyncio.wait_for(crawl(), 60))
         asked = hole.selectors()
     assert "caps.txt" in asked and len(asked) == 1 + 1 + 1 + inflight.DISCOVERY + 3, asked
-    # the menu and the next three items, and caps.txt beside them, before it is ranked
-    assert tiers.count(inflight.DISCOVERING) == inflight.DISCOVERY + 1, tiers
+    if kind == "1":  # the menu and the next three menus, and caps.txt beside them, before it is ranked
+        assert tiers.count(inflight.DISCOVERING) == inflight.DISCOVERY + 1, tiers
+    else:  # one menu: every request is one of its first pages
+        assert tiers.count(inflight.DISCOVERING) == len(asked) - 1 and len(tiers) == len(asked), tiers

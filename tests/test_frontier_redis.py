@@ -281,33 +281,6 @@ def test_fresh_ready_authorities_are_those_none_of_whose_urls_was_leased(opener:
     with_frontiers(test, opener)
 
 
-def test_a_fleets_kept_places_take_the_biggest_host_left_not_one_at_work(
-    fleet: Callable[[], RedisFrontier],
-) -> None:
-    """A host left to the fleet (``inflight.Hosts.leave``) is taken by the next worker with room
-    by its size, not behind every host left before it (the second-biggest hole, left at 82 s,
-    waited 463 s by turn); a host whose URL is in flight is at work elsewhere, and not taken."""
-
-    async def test(f: RedisFrontier) -> None:
-        sizes = {"a": 3, "b": 4, "c": 2, "d": 3, "e": 9}  # leased in this order: e the last
-        for name, n in sizes.items():
-            await f.add_many([f"gemini://{name}.example/{i}" for i in range(n)], 0)
-        host = "gemini://{}.example:1965".format
-        for name in sizes:
-            lease = await f.lease(host(name), "me", 60)
-            assert lease is not None
-            await f.done(lease.url, "fetched")
-        assert await f.ready_authorities(time.time(), (), 1, leased=True) == [host("e")]
-        assert await f.ready_authorities(time.time(), (), 2, leased=True) == [host("e"), host("b")]
-        at_work = await f.lease(host("e"), "other", 60)
-        assert at_work is not None
-        assert await f.ready_authorities(time.time(), (), 1, leased=True) == [host("b")]
-        await f.done(at_work.url, "fetched")  # left: the biggest again
-        assert await f.ready_authorities(time.time(), (), 1, leased=True) == [host("e")]
-
-    with_frontiers(test, fleet)
-
-
 def test_ready_authorities_take_turns_and_skip_busy_ones(opener: Opener) -> None:
     async def test(f: Frontier) -> None:
         for name in ("a", "b", "c"):

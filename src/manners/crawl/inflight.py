@@ -65,10 +65,10 @@ class Hosts:
     in place of the kept one with the fewest URLs queued (``leave``), and is otherwise left for
     the frontier to hand to a worker with room.  So the fleet
     reads every host's first pages in the crawl's first minutes, as one process does, and a
-    host they show big waits for a place only behind bigger ones left: with one cap
+    host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
     and at 4,400 hosts the holes (named last) were first asked 400 s into the crawl.  The kept
-    places take only hosts leased before (``leased``: those left, the biggest first, none at work):
+    places take only hosts leased before (``leased``: those left, least recently leased first):
     taking hosts never leased there too filled them by name at the start, and the biggest
     capsule, left after its first pages at 5 s, waited 62-150 s for those to run out.  More
     hosts at once than ``cap`` each is slower: each waits longer for one of ``concurrency``
@@ -111,7 +111,10 @@ class Hosts:
         hosts read just before it and waited 79-141 s for a place (4 and 2 workers).  By URLs
         queued, not by growth (the ``Gate``'s rank): a host deep in its crawl grows slowly but
         has the most left (the second-biggest, 1,000 queued after 3,000 pages, would go first).
-        The worker decides alone, from what it has read: no other worker knows the host yet."""
+        Or if it is still growing fast (``rank``'s ``GROWING``) and that one is not: the biggest
+        hole, 15 queued after its first four menus, was left behind hosts with more and waited
+        463-505 s for a worker (4 workers).  The worker decides alone, from what it has read: no
+        other worker knows the host yet."""
         if auth in self.dropping:
             return True  # ``ended`` forgets it, when its task has ended
         sent, queued = ranks.get(auth, (0, 0))
@@ -122,7 +125,9 @@ class Hosts:
         if len(kept) < self.cap:
             return False
         least = min(((ranks[a][1], a) for a in kept if a in ranks), default=None)
-        if least is not None and queued > SWAP * least[0]:
+        if least is not None and (
+            queued > SWAP * least[0] or grows_fast(sent, queued) > grows_fast(*ranks[least[1]])
+        ):
             self.dropping.add(least[1])
             return False
         return True
@@ -164,11 +169,22 @@ def rank(sent: int, queued: int) -> tuple[int, float]:
     reading all the others' first pages first stalled it (the biggest capsule, 20 URLs queued
     after its first four pages, waited 67-92 s behind 4,400 hosts' first pages).  Its rate is its
     spacing's, and it falls back among the ranked hosts as it is drained.  In a fleet's worker,
-    only up to half the places (``Gate``'s ``growing``).  docs/benchmarks.md has the runs."""
+    only up to half the places while new hosts wait (``Gate``'s ``growing``).
+
+    Pages asked count only pages that may link: a Gemini page, a hole's menu.  caps.txt, a
+    hole's text or binary item show nothing of its size: counted, they left the default space's
+    biggest hole (its first four pages its root, caps.txt and two texts: 3 URLs queued) ranked
+    as small, kept by no fleet's worker for 463 s, and in one process past its first pages
+    just under ``GROWING_BY`` (2.9) for 213 s.  docs/benchmarks.md has the runs."""
     if sent < DISCOVERY:
         return (DISCOVERING, queued)
     growth = queued / (sent + 1)
     return (GROWING if growth >= GROWING_BY else RANKED, growth)
+
+
+def grows_fast(sent: int, queued: int) -> bool:
+    """Whether a host past its first pages still queues ``GROWING_BY`` URLs per page asked."""
+    return rank(sent, queued)[0] == GROWING
 
 
 def robots_rank(sent: int, queued: int) -> tuple[int, float]:
@@ -180,15 +196,17 @@ def robots_rank(sent: int, queued: int) -> tuple[int, float]:
 class Gate:
     """``places`` requests on the wire at once; when more want one, the highest rank goes
     first (first come, first served among equals), except that requests of hosts growing fast
-    (``GROWING``) hold at most ``growing`` places while others wait.  A place is handed from the
-    request that ends straight to the next, so none is taken out of turn in between.
+    (``GROWING``) hold at most ``growing`` places while new hosts' robots.txt or first pages
+    wait.  A place is handed from the request that ends straight to the next, so none is taken
+    out of turn in between.
 
     ``growing``: every place in one process, half in a fleet's worker (``for_worker``).  New
     hosts come to a fleet's worker for as long as the opening rush lasts, 128 at a time: with
     every place for the growing hosts, a new host's first page waited as long as the biggest
     capsule had (its root: 74 s, with 4 workers); with none, the biggest capsule, past its first
     pages at 23 s, waited 93 s more and was then asked every 341-377 ms for 12 minutes, not
-    every 202 (1.271x the bound)."""
+    every 202 (1.271x the bound).  Half of them also while only ranked hosts waited kept it at
+    430 ms a request for 15 minutes."""
 
     def __init__(self, places: int, growing: int | None = None) -> None:
         self.free = places
@@ -234,7 +252,7 @@ class Gate:
         self.growing -= growing
         fast, rest = self._waiting[True], self._waiting[False]
         while fast or rest:
-            if fast and (self.growing < self.growing_at_most or not rest):
+            if fast and (self.growing < self.growing_at_most or not rest or rest[0][0][0] == -RANKED):
                 _, _, waiter = heapq.heappop(fast)
                 if not waiter.done():
                     self.growing += 1

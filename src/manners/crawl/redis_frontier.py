@@ -417,15 +417,14 @@ class RedisFrontier:
         self, now: float, exclude: Collection[str], limit: int, *, leased: bool | None = None
     ) -> list[str]:
         """Most queued first, then least recently leased (on the server's clock: turns of all the
-        fleet's leases); each shard gives its first ``limit`` (plus its excluded ones), merged
-        here: in turn order, or for ``leased`` ones by size, skipping those at work (``READY``)."""
+        fleet's leases); each shard gives its first ``limit`` in turn order (plus its excluded
+        ones), merged here."""
         if limit <= 0:
             return []
         skip = set(exclude)
         last = [limit + n for n in per_shard(skip)]
         bottom, top = {None: ("-inf", "+inf"), False: ("-inf", 0), True: ("(0", "+inf")}[leased]
-        order = "size" if leased else "turn"
-        found = await self._each_shard(self._ready, now, bottom, top, order, last=last)
+        found = await self._each_shard(self._ready, now, bottom, top, last=last)
         turns = sorted(
             (-int(size), float(t), name)
             for flat in found

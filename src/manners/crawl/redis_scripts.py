@@ -169,7 +169,7 @@ store(a, url, r)
 local t = clock()
 redis.call('HSET', P .. 'held', url, cmsgpack.pack(ARGV[6], ARGV[3], a))
 redis.call('ZADD', P .. 'leases', score(t + tonumber(ARGV[4])), url)
-redis.call('HSET', key('a', a), 'turn', score(t), 'last', url)
+redis.call('HSET', key('a', a), 'turn', score(t))
 refresh(a)
 count('queued', -1)
 count('in_flight', 1)
@@ -436,39 +436,15 @@ end
 return out
 """
 
-# ARGV: prefix, now, bottom, top, order, want.  The first ``want`` authorities ready at ``now``,
-# with their turns and how many URLs each has queued (the caller starts the biggest first).
-# ``order`` 'turn': a walk over ``turn`` from ``bottom`` to ``top`` ('-inf' to 0: those none of
-# whose URLs was ever leased; '(0' to '+inf': the others; '-inf' to '+inf': all) that skips those
-# not due yet, as SQLite walks its index.  ``order`` 'size' (the others only): a walk over
-# ``size``, the most queued first, that also skips those at work (the URL last leased still held,
-# ``LEASE``): a host left to the fleet by a worker with no room for it is taken next by the
-# biggest, not behind every host left before it (the second-biggest hole, left at 82 s, waited
-# 463 s by turn).  A crawl made before ``size`` existed walks by turn.
+# ARGV: prefix, now, bottom, top, want.  The first ``want`` authorities ready at ``now`` in turn
+# order, with their turns and how many URLs each has queued (the caller starts the biggest
+# first): a walk over ``turn`` from ``bottom`` to ``top`` ('-inf' to 0: those none of whose URLs
+# was ever leased; '(0' to '+inf': the others; '-inf' to '+inf': all) that skips those not due
+# yet, as SQLite walks its index.
 READY = """
 alive()
-local now, bottom, top, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[6])
+local now, bottom, top, want = tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
 local out, start, step = {}, 0, want
-if ARGV[5] == 'size' and redis.call('ZCARD', P .. 'size') == redis.call('ZCARD', P .. 'turn') then
-  while #out < 3 * want do
-    local chunk = redis.call('ZREVRANGE', P .. 'size', start, start + step - 1, 'WITHSCORES')
-    if #chunk == 0 then break end
-    for i = 1, #chunk, 2 do
-      local a = chunk[i]
-      local info = redis.call('HMGET', key('a', a), 'turn', 'last')
-      local due = redis.call('ZSCORE', P .. 'due', a)
-      local turn = tonumber(info[1] or 0)
-      if turn > 0 and due and tonumber(due) <= now and #out < 3 * want
-          and not (info[2] and redis.call('HEXISTS', P .. 'held', info[2]) == 1) then
-        out[#out + 1] = a
-        out[#out + 1] = info[1]
-        out[#out + 1] = chunk[i + 1]
-      end
-    end
-    start, step = start + step, step * 2
-  end
-  return out
-end
 while #out < 3 * want do
   local chunk = redis.call('ZRANGEBYSCORE', P .. 'turn', bottom, top, 'WITHSCORES', 'LIMIT', start, step)
   if #chunk == 0 then break end

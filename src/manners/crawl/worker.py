@@ -506,7 +506,7 @@ class Worker:
         url = lease.url
         self.stats.requests += 1
         what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
-        self._sent[auth] = (self._sent[auth][0] + (what == "page"), lease.queued)  # caps.txt shows no size
+        self._sent[auth] = (self._sent[auth][0] + (answers.item_type(url) in (None, "1")), lease.queued)
         visiting = self._visiting.get(url)
         if visiting is not None:
             visiting.started = time.time()
