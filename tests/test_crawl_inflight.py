@@ -155,6 +155,25 @@ def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fe
     assert not Hosts(2, shared=False).leave("k0", active, ranks)  # one process: every host stays
 
 
+def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read() -> None:
+    """A lease's count of URLs queued is a page behind: the biggest hole's fourth menu brought 7
+    URLs to the 10 its lease saw, and seen as growing 2 a page it was left.  ``Hosts.read`` adds
+    a new host's page's links within it before ``leave`` weighs it; a kept host's stay as leased."""
+    d = inflight.DISCOVERY
+    me = Hosts(1, shared=True)
+    me.new.add("hole")
+    active = ["kept", "hole"]
+    ranks = {"kept": (40, 12), "hole": (d, 10)}
+    me.read("kept", ["kept"] * 50, ranks)
+    links = ["hole"] * 7 + ["elsewhere"] * 3
+    me.read("hole", links, ranks)
+    assert ranks == {"kept": (40, 12), "hole": (d, 17)}
+    assert not me.leave("hole", active, ranks) and me.dropping == {"kept"}  # 3.4 a page, growing fast
+    unread = Hosts(1, shared=True)
+    unread.new.add("hole")
+    assert unread.leave("hole", active, {"kept": (40, 12), "hole": (d, 10)})  # 2 a page: left
+
+
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:
     assert hosts_at_once(16, shared=False) == inflight.HOSTS_AT_ONCE >= 4000  # the small net's capsules
     assert hosts_at_once(16, shared=True) == 16 * inflight.FLEET_HOSTS_PER_REQUEST
@@ -202,9 +221,10 @@ def test_the_gate_goes_fast_growers_then_robots_then_first_pages_then_most_queue
         "slower": inflight.rank(inflight.DISCOVERY, 2 * (inflight.DISCOVERY + 1)),
     }
     got = asyncio.run(_hold_then_queue(inflight.Gate(2), ranks))
-    # growing 50, 5 and 4 URLs queued per page asked: before every other host's first requests
+    # growing 50, 4 and 5 URLs queued per page asked: before every other host's first requests,
+    # the most queued first (500, 40, 30)
     assert got == [
-        "big", "growing", "middle", "robots", "new-too", "new", "slower", "drained", "small", "small-too"
+        "big", "middle", "growing", "robots", "new-too", "new", "slower", "drained", "small", "small-too"
     ]  # fmt: skip
 
 

@@ -281,8 +281,7 @@ class Worker:
         further off came from a clock that ran ahead, or from a crawl resumed with a smaller
         --revisit-max.  (A host's ``Check:`` longer than --revisit-max is the floor again from the
         next visit on.)"""
-        moved = await self.frontier.cap_due(time.time() + self.revisit_max)
-        if moved:
+        if moved := await self.frontier.cap_due(time.time() + self.revisit_max):
             log.info("%d revisits were due later than --revisit-max %g s from now: due then", moved,
                      self.revisit_max)  # fmt: skip
 
@@ -782,6 +781,7 @@ class Worker:
         if counted:
             self._pages += 1
         news = any(urls.authority(link) not in self._active for link in links)  # a host not at work
+        self._hosts.read(urls.authority(page.url), (urls.authority(link) for link in links), self._sent)
         self._settling[page.url] = (settled, page, news)
 
     def _decided_again(self, lease: Lease, page: Page) -> None:
