@@ -387,3 +387,41 @@ def test_a_page_turn_that_waited_for_a_place_is_stamped_in_its_holds_renewal(
             await asyncio.sleep(5.1)
 
     with_frontiers(test, opener, workers=2)
+
+
+def test_a_release_after_a_44_keeps_every_claim_out_until_its_wait_is_over(opener: Opener) -> None:
+    """A 44 met under a hold is written with the hold's release, in one step: another worker that
+    read the fleet's note of 44s just before it (none yet) claimed 0.39 s after the answer, for
+    a wait of 2 s (4 workers, the space bench).  No claim succeeds before the wait is over, nor
+    does a booking come sooner; without a pause the next claim comes a spacing after the request."""
+
+    async def test(a: Frontier, b: Frontier) -> None:
+        assert await a.claim(A, SPACING, None, ("a", 30.0)) == 0
+        released = time.time()
+        assert await a.release_hold(A, "a", SPACING, 0.0, pause=4 * SPACING)
+        left = await b.claim(A, SPACING, None, ("b", 30.0))
+        assert 3 * SPACING < left <= 4 * SPACING + CLOCK, left
+        assert await b.book(A, SPACING) >= 4 * SPACING - (time.time() - released) - CLOCK
+        got = await take_slot(b, A, SPACING, hold=("b", 30.0))
+        assert got is not None and time.time() >= released + 4 * SPACING - CLOCK
+        assert await b.release_hold(A, "b", SPACING)  # no pause: the next a spacing later
+        assert 0 < await a.claim(A, SPACING, None, ("a2", 30.0)) <= SPACING + CLOCK
+
+    with_frontiers(test, opener, workers=2)
+
+
+def test_a_44_met_under_a_workers_hold_is_released_with_it(opener: Opener, tmp_path: Path) -> None:
+    """The 44 a worker meets while it holds the host (``Pacing.slowed``, inside ``holding``) goes
+    out with the hold's release: the next claim, by any worker, waits for it, not a spacing."""
+
+    async def test(a: Frontier, b: Frontier) -> None:
+        pacing = Pacing(a, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING) as leaving:
+            leaving()
+            leaving(True)
+            await pacing.slowed(A, time.time() + 5 * SPACING)  # the answer: 44
+        left = await b.claim(A, SPACING, None, ("b", 30.0))
+        assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
+
+    with_frontiers(test, opener, workers=2)

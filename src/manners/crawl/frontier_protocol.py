@@ -179,13 +179,19 @@ class Frontier(Protocol):
         spacing of 0 does (a request that waited for a place after its claim, now on record)."""
         ...
 
-    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
+    def release_hold(
+        self, authority: str, token: str, spacing: float, ago: float = 0.0, pause: float = 0.0
+    ) -> Awaitable[bool]:
         """End the hold ``token`` has on ``authority``, its request over, and in the same atomic
         step stamp its start, ``ago`` seconds before now (when it left, as its worker measured:
         a duration, so no two clocks are compared), and book its next slot ``spacing`` after
         that start, on the frontier's clock: the next request, by any worker, is spaced from when
         this one left, and made only once it has ended (the hold is held until then, so a 44 is
-        known before it).  False (nothing changed) when ``token`` does not hold it."""
+        known before it).  ``pause``: the seconds from now the host asked for (a 44): no claim
+        succeeds before they are over, in the same step as the hold ends; told only through
+        the frontier's meta, another worker that read it just before the 44 was written claimed
+        0.39 s after the answer, for 2 s (4 workers).  False (nothing changed) when ``token``
+        does not hold it."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:

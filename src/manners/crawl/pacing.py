@@ -57,7 +57,9 @@ class Pacing:
 
     async def slowed(self, auth: str, until: float) -> None:
         """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
-        through the frontier, from every worker of the fleet."""
+        through the frontier, from every worker of the fleet; met under a hold (``holding``), the
+        hold's release keeps every claim out until then in the same step, since a worker that
+        read the note just before it was written claimed as soon as the hold was gone."""
         self.asked[auth] = until
         if self.shared:
             await self.frontier.set_meta(SLOW_META + auth, repr(until))
@@ -235,7 +237,8 @@ class Pacing:
         past its patience, or the crawl lost) is the next call's to meet, as the crawl's own
         calls meet it, and the hold expires on its own meanwhile."""
         try:
-            kept = await self.frontier.release_hold(auth, token, spacing, ago)
+            pause = self.asked.get(auth, 0.0) - time.time()  # a 44 met under this hold (``slowed``)
+            kept = await self.frontier.release_hold(auth, token, spacing, ago, pause)
         except FrontierError as exc:
             log.debug("the hold on %s was not released: %s", auth, exc)
             return

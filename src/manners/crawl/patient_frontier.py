@@ -137,8 +137,10 @@ class Patient:
     def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> Awaitable[bool]:
         return self._call(lambda: self.inner.renew_hold(authority, token, ttl, stamp=stamp))
 
-    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
-        return self._call(lambda: self.inner.release_hold(authority, token, spacing, ago))
+    def release_hold(
+        self, authority: str, token: str, spacing: float, ago: float = 0.0, pause: float = 0.0
+    ) -> Awaitable[bool]:
+        return self._call(lambda: self.inner.release_hold(authority, token, spacing, ago, pause))
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
         return self._call(lambda: self.inner.heartbeat(worker, info))

@@ -485,11 +485,13 @@ class RedisFrontier:
         args = (authority, token, ttl, "1" if stamp else "")
         return bool(await self._run(self._renew_hold, shard_of(authority), *args))
 
-    async def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> bool:
-        """The hold ``token`` has on ``authority`` ended; its start (``ago`` seconds before now)
-        and next slot stamped on the server's clock."""
-        ago = max(0.0, ago)
-        return bool(await self._run(self._release_hold, shard_of(authority), authority, token, spacing, ago))
+    async def release_hold(
+        self, authority: str, token: str, spacing: float, ago: float = 0.0, pause: float = 0.0
+    ) -> bool:
+        """The hold ``token`` has on ``authority`` ended; its start (``ago`` seconds before now, or
+        ``pause`` less the spacing after now) and next slot stamped on the server's clock."""
+        args = (authority, token, spacing, max(0.0, ago), max(0.0, pause))
+        return bool(await self._run(self._release_hold, shard_of(authority), *args))
 
     # -- figures, workers and memory ----------------------------------------------------------
 

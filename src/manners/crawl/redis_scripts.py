@@ -361,18 +361,20 @@ end
 return 1
 """
 
-# ARGV: prefix, authority, token, spacing, ago.  Ends the hold ``token`` has on the authority, its
-# request over, and stamps the authority's start ``ago`` seconds before now (when the request
-# left, as its worker measured) and its next slot ``spacing`` after that start (as ``BOOK``
-# writes it), on the server's clock: 1, or 0 when ``token`` does not hold it (nothing changed).
+# ARGV: prefix, authority, token, spacing, ago, pause.  Ends the hold ``token`` has on the
+# authority, its request over, and stamps the authority's start ``ago`` seconds before now (when
+# the request left, as its worker measured), or ``pause`` seconds from now less the spacing if
+# later (a 44's wait: no claim before it), and its next slot ``spacing`` after that start (as
+# ``BOOK`` writes it), on the server's clock: 1, or 0 when ``token`` does not hold it.
 RELEASE_HOLD = """
 alive()
 local a = ARGV[2]
 if redis.call('GET', key('hold', a)) ~= ARGV[3] then return 0 end
 redis.call('DEL', key('hold', a))
-local now, spacing = clock(), tonumber(ARGV[4])
-local start = now - tonumber(ARGV[5] or '0')
-redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', math.ceil(spacing * 1000) + 60000)
+local now, spacing, pause = clock(), tonumber(ARGV[4]), tonumber(ARGV[6] or '0')
+local start = math.max(now - tonumber(ARGV[5] or '0'), now + pause - spacing)
+local live = math.ceil(math.max(spacing, pause) * 1000) + 60000
+redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', live)
 local next_at = math.max(start + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
 local keep = math.ceil((next_at - now) * 1000) + 60000
 redis.call('SET', key('slot', a), string.format('%.6f', next_at), 'PX', keep)

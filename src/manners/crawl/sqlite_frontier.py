@@ -423,7 +423,9 @@ class SQLiteFrontier:
 
         return self._write(renew)
 
-    def release_hold(self, authority: str, token: str, spacing: float, ago: float = 0.0) -> Awaitable[bool]:
+    def release_hold(
+        self, authority: str, token: str, spacing: float, ago: float = 0.0, pause: float = 0.0
+    ) -> Awaitable[bool]:
         def release(db: sqlite3.Connection) -> bool:
             now = time.time()
             gone = db.execute(
@@ -431,7 +433,7 @@ class SQLiteFrontier:
             ).rowcount
             if not gone:
                 return False
-            start = now - max(0.0, ago)
+            start = max(now - max(0.0, ago), now + pause - spacing)  # no claim before the pause is over
             db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (authority, start))
             row = db.execute("SELECT next_at FROM slots WHERE key = ?", (authority,)).fetchone()
             next_at = max(start + spacing, row[0] if row else 0.0)
