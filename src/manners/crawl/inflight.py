@@ -135,7 +135,7 @@ class Hosts:
             return False
         least = min(((ranks[a][1], a) for a in kept if a in ranks), default=None)
         if least is not None and (
-            queued > SWAP * least[0] or grows_fast(sent, queued) > grows_fast(*ranks[least[1]])
+            queued > SWAP * least[0] or (grows_fast(sent, queued) and not grows_fast(*ranks[least[1]]))
         ):
             self.dropping.add(least[1])
             return False
@@ -261,18 +261,17 @@ class Gate:
             self._release(growing)
 
     def _release(self, growing: bool) -> None:
+        """A place let go (by a ``growing`` request or not): handed to the next waiter, or freed."""
         self.growing -= growing
         fast, rest = self._waiting[True], self._waiting[False]
         while fast or rest:
-            if fast and (self.growing < self.growing_at_most or not rest or rest[0][0][0] == -RANKED):
-                _, _, waiter = heapq.heappop(fast)
-                if not waiter.done():
-                    self.growing += 1
-                    waiter.set_result(None)
-                    return
-            else:
-                _, _, waiter = heapq.heappop(rest)
-                if not waiter.done():
-                    waiter.set_result(None)
-                    return
+            # a growing host's request, unless they hold their share and a new host's waits
+            to_fast = bool(fast) and (
+                self.growing < self.growing_at_most or not rest or rest[0][0][0] == -RANKED
+            )
+            _, _, waiter = heapq.heappop(fast if to_fast else rest)
+            if not waiter.done():
+                self.growing += to_fast
+                waiter.set_result(None)
+                return
         self.free += 1
