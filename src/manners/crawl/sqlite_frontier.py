@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# Commits in a row that may leave the log unfolded because a request waits on them (``_write``):
+# each writes a page or two of log, so it grows by a fraction of ``FOLD_PAGES`` at most.
+UNFOLDED_MAX = 16
+
 _Change = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]  # a change and its caller
 
 
@@ -75,6 +79,8 @@ class SQLiteFrontier:
         self._authority_of = authority_of
         self._turn = 0.0  # last lease's time, kept strictly increasing so turns never tie
         self._pending: list[_Change] = []
+        self._unfolded = False  # a change pending lets a request leave: its commit folds no log
+        self._unfolded_in_a_row = 0
         self._committer: asyncio.Task[None] | None = None
         try:
             self._db = connect(path, busy_timeout, SCHEMA + SLOTS_SCHEMA)
@@ -408,7 +414,7 @@ class SQLiteFrontier:
                 )
             return 0.0
 
-        return self._write(take)
+        return self._write(take, fold=False)
 
     def renew_hold(self, authority: str, token: str, ttl: float, *, stamp: bool = False) -> Awaitable[bool]:
         def renew(db: sqlite3.Connection) -> bool:
@@ -421,7 +427,7 @@ class SQLiteFrontier:
                 stamp_start(db, authority, now)
             return changed > 0
 
-        return self._write(renew)
+        return self._write(renew, fold=False)  # the request leaves once this is committed
 
     def release_hold(
         self, authority: str, token: str, spacing: float, ago: float = 0.0, pause: float = 0.0
@@ -548,14 +554,21 @@ class SQLiteFrontier:
             time.sleep(pause)
         return run_transaction(self._db, work, what, FrontierError)
 
-    def _write(self, work: Callable[[sqlite3.Connection], T], lazy: bool = False) -> asyncio.Future[T]:
+    def _write(
+        self, work: Callable[[sqlite3.Connection], T], lazy: bool = False, fold: bool = True
+    ) -> asyncio.Future[T]:
         """Queue ``work`` for a transaction shared with the changes asked for in the same turn of the
         event loop (group commit); the future is done once it is committed.
 
         ``lazy``: no commit of its own, it joins the next one asked for (a crawl asks for one a
         request at least; ``close`` commits what is left).  For what nothing waits on but a
         process that dies before it is committed may lose: a host's start, stamped as its
-        request left (the claim that granted the slot stamped one a moment before)."""
+        request left (the claim that granted the slot stamped one a moment before).
+
+        ``fold=False``: a request leaves once ``work`` is committed, so that commit leaves the
+        log's folding to the next (``run_transaction``); in a busy fleet every commit may hold
+        such a change, so one in ``UNFOLDED_MAX`` folds anyway, and the log stays bounded."""
+        self._unfolded |= not fold
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         done.add_done_callback(retrieved)
         self._pending.append((work, done))
@@ -572,13 +585,15 @@ class SQLiteFrontier:
                 for pause in begin_immediate(self._db, self._busy_timeout, what, FrontierError):
                     await asyncio.sleep(pause)
             except FrontierError as exc:
-                batch, self._pending = self._pending, []
+                batch, self._pending, self._unfolded = self._pending, [], False
                 _deliver(batch, [exc] * len(batch))
                 continue
             batch, self._pending = self._pending, []
+            fold = not self._unfolded or self._unfolded_in_a_row >= UNFOLDED_MAX
+            self._unfolded, self._unfolded_in_a_row = False, 0 if fold else self._unfolded_in_a_row + 1
             results: list[object]
             try:
-                results = run_transaction(self._db, _all(batch), what, FrontierError)
+                results = run_transaction(self._db, _all(batch), what, FrontierError, fold=fold)
             except Exception as exc:  # all rolled back: each again on its own, so only its caller fails
                 results = [exc] if len(batch) == 1 else [_attempt(self._write_now, work) for work, _ in batch]
             _deliver(batch, results)
