@@ -65,9 +65,7 @@ def test_the_log_is_folded_by_writes_that_grant_no_start(store: str, tmp_path: P
             return await frontier.add(f"gemini://h{n}.example/" + "page/" * 40, 0)
 
         try:
-            return await grows(
-                path, lambda n: frontier.claim(f"gemini://h{n}.example:1965", 1.0, None, None), add
-            )
+            return await grows(path, lambda n: frontier.claim(f"gemini://h{n}.example:1965", 1.0), add)
         finally:
             await frontier.close()
 
@@ -84,7 +82,7 @@ def test_a_frontier_granting_starts_only_still_folds_its_log(tmp_path: Path) -> 
         frontier = open_frontier(path)
         try:
             for n in range(2000):  # a page or two of log each: 8 MiB and more, were none folded
-                assert await frontier.claim(f"gemini://h{n}.example:1965", 1.0, None, None) == 0.0
+                assert await frontier.claim(f"gemini://h{n}.example:1965", 1.0) == 0.0
             return Path(f"{path}-wal").stat().st_size
         finally:
             await frontier.close()
