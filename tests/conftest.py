@@ -12,7 +12,8 @@ import redis
 from data_paths import all_stale
 from servers import redis_cluster, redis_server
 
-pytest_plugins = ["module_coverage"]  # --every-module: the quick tier's check
+# module_coverage: --every-module, the quick tier's check; hang_guard: a deadline for each test
+pytest_plugins = ["module_coverage", "hang_guard"]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
