@@ -420,8 +420,33 @@ def test_a_44_met_under_a_workers_hold_is_released_with_it(opener: Opener, tmp_p
         async with pacing.holding(A, SPACING) as leaving:
             leaving()
             leaving(True)
-            await pacing.slowed(A, time.time() + 5 * SPACING)  # the answer: 44
+            await pacing.slowed(A, time.time() + 5 * SPACING, SPACING)  # the answer: 44
         left = await b.claim(A, SPACING, None, ("b", 30.0))
         assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
+
+    with_frontiers(test, opener, workers=2)
+
+
+def test_a_44_keeps_every_claim_out_until_its_wait_is_over_whoever_holds_the_host(opener: Opener) -> None:
+    """A 44 goes where every claim reads it, in the step that claims (``Frontier.slow``): no
+    worker reads a note before claiming (a Redis round trip a request, and a window in which one
+    that read it just before it was written claimed 0.39 s after the answer, for 2 s).  Whoever
+    holds the host: a hold that lapsed, so the 44's own release keeps nothing, or another
+    worker's, whose release does not move the start back."""
+
+    async def test(a: Frontier, b: Frontier) -> None:
+        await b.slow(A, SPACING, 5 * SPACING)  # b's hold lapsed as the 44 came
+        noted = time.time()
+        left = await a.claim(A, SPACING, None, ("a", 30.0))
+        assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
+        assert await a.book(A, SPACING) >= 5 * SPACING - (time.time() - noted) - CLOCK
+        await take_slot(a, A, SPACING, hold=("a", 30.0))
+        assert time.time() >= noted + 5 * SPACING - CLOCK
+        await b.slow(A, SPACING, 5 * SPACING)  # met by b while a holds the host
+        noted = time.time()
+        assert await a.release_hold(A, "a", SPACING)  # a's request over: no pause of its own
+        left = await b.claim(A, SPACING, None, ("b", 30.0))
+        assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
+        assert await b.claim(B, SPACING, None, ("b", 30.0)) == 0  # another host: nothing kept
 
     with_frontiers(test, opener, workers=2)

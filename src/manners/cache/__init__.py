@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -76,7 +76,6 @@ async def take_slot(
     spacing: float,
     wait: float = 0.0,
     *,
-    told: Callable[[], Awaitable[float]] | None = None,
     held: Held | None = None,
     hold: Hold | None = None,
     book: bool = True,
@@ -85,9 +84,8 @@ async def take_slot(
     """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
     before woke late): the one way a request waits for its turn, whoever shares the slots.
 
-    ``wait``: seconds from now before which no slot may start (a Retry-After, a 44).  ``told``:
-    asked when the slot comes, the seconds the host has asked for since, if any (a 44 another
-    worker met); a slot after them is booked instead.  Only the seconds ``slots`` answers are
+    ``wait``: seconds from now before which no slot may start (a Retry-After, a 44; one another
+    worker met is in ``slots``, whose claims refuse it).  Only the seconds ``slots`` answers are
     slept, on this process's monotonic clock: no two clocks are compared.
 
     ``held``: (URL, lease token, lease seconds) of the crawl lease the request is made under
@@ -114,10 +112,6 @@ async def take_slot(
     while True:
         while (left := slot - time.monotonic()) > 0:
             await asyncio.sleep(left)
-        more = await told() if told is not None else 0.0
-        if more > 0:
-            slot = time.monotonic() + await slots.book(key, spacing, more)
-            continue
         asked = time.monotonic()
         if held is None and hold is None:
             late = await slots.claim(key, spacing)

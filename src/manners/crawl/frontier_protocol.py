@@ -188,10 +188,18 @@ class Frontier(Protocol):
         that start, on the frontier's clock: the next request, by any worker, is spaced from when
         this one left, and made only once it has ended (the hold is held until then, so a 44 is
         known before it).  ``pause``: the seconds from now the host asked for (a 44): no claim
-        succeeds before they are over, in the same step as the hold ends; told only through
-        the frontier's meta, another worker that read it just before the 44 was written claimed
-        0.39 s after the answer, for 2 s (4 workers).  False (nothing changed) when ``token``
-        does not hold it."""
+        succeeds before they are over, in the same step as the hold ends (``slow`` put them there
+        as the 44 came).  A start never moves back.  False (nothing changed) when ``token`` does
+        not hold it."""
+        ...
+
+    def slow(self, authority: str, spacing: float, pause: float) -> Awaitable[None]:
+        """A 44 from ``authority``: no claim succeeds, nor is a slot booked, before ``pause``
+        seconds from now (the frontier's clock), whoever holds it; ``spacing``: its requests'.
+        Where every claim reads it, in the step that claims: told through a note the workers
+        read before claiming, one that read it just before the 44 was written claimed 0.39 s
+        after the answer, for 2 s (4 workers), and reading it was a Redis round trip a request,
+        as costly as the claim (6% of a worker's CPU)."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:

@@ -2,8 +2,8 @@
 
 One request at a time per host, spaced as its robots.txt asks, for one process as for a fleet:
 the slots are booked in the frontier, so every worker that shares it spaces a host as one
-process would.  A 44 (slow down) holds the host back for every worker (told through the
-frontier), and robots.txt is fetched under the same rules as a page.  Apart from the run so
+process would.  A 44 (slow down) holds the host back for every worker (kept by the frontier's
+claims), and robots.txt is fetched under the same rules as a page.  Apart from the run so
 that how a host is spaced can be read, and changed, in one place; it knows nothing of pages.
 """
 
@@ -26,7 +26,6 @@ from .frontier import Frontier, FrontierError, Lease
 from .records import Ledger
 from .tasks import cancelled
 
-SLOW_META = "slow:"  # frontier meta: until when an authority asked (44) for nothing more, fleet-wide
 HOLD_MARGIN = 5.0  # seconds a host's hold lasts beyond a request's deadline unless renewed
 log = logging.getLogger("manners.crawl")
 
@@ -55,21 +54,20 @@ class Pacing:
         self.honoured: dict[str, float] = {}  # authority -> the last such end a request of ours honoured
         self.left: dict[str, float] = {}  # one process: authority -> when its last page request left
 
-    async def slowed(self, auth: str, until: float) -> None:
-        """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, told
-        through the frontier, from every worker of the fleet; met under a hold (``holding``), the
-        hold's release keeps every claim out until then in the same step, since a worker that
-        read the note just before it was written claimed as soon as the hold was gone."""
+    async def slowed(self, auth: str, until: float, spacing: float) -> None:
+        """A 44 from ``auth``: nothing more goes to it before ``until``, from this worker and, put
+        in the frontier where every claim reads it (``Frontier.slow``), from every worker of the
+        fleet; met under a hold (``holding``), the hold's release keeps it too."""
         self.asked[auth] = until
         if self.shared:
-            await self.frontier.set_meta(SLOW_META + auth, repr(until))
+            await self.frontier.slow(auth, spacing, until - time.time())
 
     async def turn(
         self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
     ) -> float | None:
         """Wait for this worker's turn at ``auth``, ``spacing`` after the last request to it by
-        any worker, and after any wait the server asked for (a 44 here, or told by another worker
-        through the frontier; robots.txt's Retry-After).  Returns the end of the server's wait
+        any worker, and after any wait the server asked for (a 44 here, or another worker's, which
+        the frontier's claims keep; robots.txt's Retry-After).  Returns the end of the server's wait
         that this request is the first of ours to honour (the ledger's ``not_before``), or None.
 
         A 44 another worker met after this one booked its slot would not hold this request back,
@@ -124,20 +122,13 @@ class Pacing:
         if entry is not None and entry.outcome == "retry" and entry.retry_after:
             until = max(until, entry.fetched_at + entry.retry_after)
 
-        async def told() -> float:
-            nonlocal until
-            slowed = float(await self.frontier.get_meta(SLOW_META + auth) or 0.0)
-            until = max(until, slowed)
-            return slowed - time.time()
-
         held = (lease.url, lease.token, self.lease) if lease is not None and lease.token else None
         hold = (secrets.token_hex(8), self.hold_for) if self.shared else None
         wait, margin = until - time.time(), written_margin(spacing)
         if not self.shared:  # no slot booked: claimed when this process knows the last request left
             after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
-        asked = await take_slot(self.frontier, auth, spacing, wait, told=told if self.shared else None,
-                                held=held, hold=hold, book=self.shared,
+        asked = await take_slot(self.frontier, auth, spacing, wait, held=held, hold=hold, book=self.shared,
                                 margin=margin if written else None)  # fmt: skip
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:

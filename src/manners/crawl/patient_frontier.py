@@ -142,6 +142,9 @@ class Patient:
     ) -> Awaitable[bool]:
         return self._call(lambda: self.inner.release_hold(authority, token, spacing, ago, pause))
 
+    def slow(self, authority: str, spacing: float, pause: float) -> Awaitable[None]:
+        return self._call(lambda: self.inner.slow(authority, spacing, pause))
+
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:
         return self._call(lambda: self.inner.heartbeat(worker, info))
 

@@ -67,7 +67,8 @@ Holds: one request at a time per host, fleet-wide.  A claim naming a hold takes 
 (its token, expiring on its own) in the same script as the slot and the lease check; no other
 claim naming a hold succeeds while it is there; ``renew_hold`` extends it while the request runs
 and ``release_hold`` ends it, stamping AUTH's start and next slot on the server's clock in the
-same script, so the next request is spaced from when this one ended.  A stale token renews and
+same script, so the next request is spaced from when this one ended.  A 44 puts AUTH's start
+where its wait ends (``slow``), so every claim reads it in the step that claims.  A stale token renews and
 releases nothing; a dead worker's hold expires.
 
 A Redis that forgets: making a crawl writes a marker in each shard (``N:{N:k}:crawl``, read with
@@ -199,6 +200,7 @@ class RedisFrontier:
         self._revisit_settled, self._revisits = shard(lua.REVISIT_SETTLED), shard(lua.REVISITS)
         self._claim_held = shard(lua.CLAIM_HELD)
         self._renew_hold, self._release_hold = shard(lua.RENEW_HOLD), shard(lua.RELEASE_HOLD)
+        self._slow = shard(lua.SLOW)
 
     def _mark(self, made: bool, since: float) -> None:
         """The crawl's markers, one per shard (``N:{N:k}:crawl``), written when the crawl is made and
@@ -492,6 +494,10 @@ class RedisFrontier:
         ``pause`` less the spacing after now) and next slot stamped on the server's clock."""
         args = (authority, token, spacing, max(0.0, ago), max(0.0, pause))
         return bool(await self._run(self._release_hold, shard_of(authority), *args))
+
+    async def slow(self, authority: str, spacing: float, pause: float) -> None:
+        """A 44's wait of ``pause`` seconds from now (server's clock) kept by every claim."""
+        await self._run(self._slow, shard_of(authority), authority, spacing, max(0.0, pause))
 
     # -- figures, workers and memory ----------------------------------------------------------
 

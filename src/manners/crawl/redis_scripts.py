@@ -89,6 +89,16 @@ local function refresh(a)
   redis.call('ZADD', P .. 'turn', info[2] or 0, a)
   redis.call('ZADD', P .. 'size', redis.call('ZCARD', key('q', a)), a)
 end
+-- An authority's start stamped at ``start`` unless it is later (a start never moves back), and its
+-- next slot ``spacing`` after it unless booked later: what ends a hold, and a 44's wait.
+local function stamp_start(a, now, spacing, start, pause)
+  start = math.max(start, tonumber(redis.call('GET', key('start', a)) or '0'))
+  local live = math.ceil(math.max(spacing, pause, start - now + spacing) * 1000) + 60000
+  redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', live)
+  local next_at = math.max(start + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
+  local keep = math.ceil((next_at - now) * 1000) + 60000
+  redis.call('SET', key('slot', a), string.format('%.6f', next_at), 'PX', keep)
+end
 -- Back to the queue from flight, with ``tried`` attempts more (the caller refreshes).
 local function back(a, url, tried)
   unlease(url)
@@ -372,12 +382,17 @@ local a = ARGV[2]
 if redis.call('GET', key('hold', a)) ~= ARGV[3] then return 0 end
 redis.call('DEL', key('hold', a))
 local now, spacing, pause = clock(), tonumber(ARGV[4]), tonumber(ARGV[6] or '0')
-local start = math.max(now - tonumber(ARGV[5] or '0'), now + pause - spacing)
-local live = math.ceil(math.max(spacing, pause) * 1000) + 60000
-redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', live)
-local next_at = math.max(start + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
-local keep = math.ceil((next_at - now) * 1000) + 60000
-redis.call('SET', key('slot', a), string.format('%.6f', next_at), 'PX', keep)
+stamp_start(a, now, spacing, math.max(now - tonumber(ARGV[5] or '0'), now + pause - spacing), pause)
+return 1
+"""
+
+# ARGV: prefix, authority, spacing, pause.  A 44's wait, whoever holds the authority: its start put
+# ``pause`` seconds from now less the spacing, and its next slot after it, as ``RELEASE_HOLD`` puts
+# them: no claim succeeds, nor is a slot booked, before the wait is over.  Returns 1.
+SLOW = """
+alive()
+local now, spacing, pause = clock(), tonumber(ARGV[3]), tonumber(ARGV[4])
+stamp_start(ARGV[2], now, spacing, now + pause - spacing, pause)
 return 1
 """
 

@@ -439,14 +439,17 @@ class SQLiteFrontier:
             ).rowcount
             if not gone:
                 return False
-            start = max(now - max(0.0, ago), now + pause - spacing)  # no claim before the pause is over
-            db.execute("INSERT OR REPLACE INTO starts VALUES (?, ?)", (authority, start))
-            row = db.execute("SELECT next_at FROM slots WHERE key = ?", (authority,)).fetchone()
-            next_at = max(start + spacing, row[0] if row else 0.0)
-            db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (authority, next_at))
+            # no claim before the pause is over
+            _stamp_start(db, authority, spacing, max(now - max(0.0, ago), now + pause - spacing))
             return True
 
         return self._write(release)
+
+    def slow(self, authority: str, spacing: float, pause: float) -> Awaitable[None]:
+        def note(db: sqlite3.Connection) -> None:
+            _stamp_start(db, authority, spacing, time.time() + max(0.0, pause) - spacing)
+
+        return self._write(note)
 
     # -- workers --------------------------------------------------------------------------------
 
@@ -610,6 +613,16 @@ class SQLiteFrontier:
             return sum(int(n) for _, n in per_authority)
 
         return await self._write(cap)
+
+
+def _stamp_start(db: sqlite3.Connection, authority: str, spacing: float, start: float) -> None:
+    """``authority``'s start at ``start`` unless later (``stamp_start``), its next slot ``spacing``
+    after it unless booked later: what ends a hold (``release_hold``), and a 44's wait (``slow``)."""
+    stamp_start(db, authority, start)
+    at = db.execute("SELECT at FROM starts WHERE key = ?", (authority,)).fetchone()[0]
+    row = db.execute("SELECT next_at FROM slots WHERE key = ?", (authority,)).fetchone()
+    next_at = max(at + spacing, row[0] if row else 0.0)
+    db.execute("INSERT OR REPLACE INTO slots VALUES (?, ?)", (authority, next_at))
 
 
 def _all(

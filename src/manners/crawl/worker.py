@@ -665,7 +665,7 @@ class Worker:
             wait = self._slow[auth] = min(self._slow.get(auth, SLOW_DOWN_BASE / 2) * 2, 86400.0)
         now = time.time()
         if slow:
-            await self.pacing.slowed(auth, now + wait)
+            await self.pacing.slowed(auth, now + wait, self.robot.delay(lease.url))
         if answer.final:
             self._finish(answer.page)
         else:
