@@ -196,10 +196,10 @@ class Frontier(Protocol):
     def slow(self, authority: str, spacing: float, pause: float) -> Awaitable[None]:
         """A 44 from ``authority``: no claim succeeds, nor is a slot booked, before ``pause``
         seconds from now (the frontier's clock), whoever holds it; ``spacing``: its requests'.
-        Where every claim reads it, in the step that claims: told through a note the workers
-        read before claiming, one that read it just before the 44 was written claimed 0.39 s
-        after the answer, for 2 s (4 workers), and reading it was a Redis round trip a request,
-        as costly as the claim (6% of a worker's CPU)."""
+        Kept as the host's start, which every claim reads in the step that claims.  A note the
+        workers read before claiming left a window (one that read it just before the 44 was
+        written claimed 0.39 s after the answer, for 2 s; 4 workers) and cost a Redis round
+        trip a request, as much as the claim (6% of a worker's CPU)."""
         ...
 
     def heartbeat(self, worker: str, info: dict[str, object]) -> Awaitable[None]:

@@ -70,8 +70,9 @@ class Pacing:
         the frontier's claims keep; robots.txt's Retry-After).  Returns the end of the server's wait
         that this request is the first of ours to honour (the ledger's ``not_before``), or None.
 
-        A 44 another worker met after this one booked its slot would not hold this request back,
-        so on a fleet the frontier is asked once more, when the slot comes, before it is claimed.
+        A 44 another worker met after this one booked its slot holds it back all the same: on a
+        fleet the 44 put the host's start at its wait's end (``Frontier.slow``), which the claim
+        reads in the step that claims.
 
         ``lease``: the lease the request is made under; the slot is claimed only while it is held
         (and it is extended in the same step), else LeaseLost and no request leaves.

@@ -91,9 +91,9 @@ local function refresh(a)
 end
 -- An authority's start stamped at ``start`` unless it is later (a start never moves back), and its
 -- next slot ``spacing`` after it unless booked later: what ends a hold, and a 44's wait.
-local function stamp_start(a, now, spacing, start, pause)
+local function stamp_start(a, now, spacing, start)
   start = math.max(start, tonumber(redis.call('GET', key('start', a)) or '0'))
-  local live = math.ceil(math.max(spacing, pause, start - now + spacing) * 1000) + 60000
+  local live = math.ceil(math.max(spacing, start - now + spacing) * 1000) + 60000
   redis.call('SET', key('start', a), string.format('%.6f', start), 'PX', live)
   local next_at = math.max(start + spacing, tonumber(redis.call('GET', key('slot', a)) or '0'))
   local keep = math.ceil((next_at - now) * 1000) + 60000
@@ -382,7 +382,7 @@ local a = ARGV[2]
 if redis.call('GET', key('hold', a)) ~= ARGV[3] then return 0 end
 redis.call('DEL', key('hold', a))
 local now, spacing, pause = clock(), tonumber(ARGV[4]), tonumber(ARGV[6] or '0')
-stamp_start(a, now, spacing, math.max(now - tonumber(ARGV[5] or '0'), now + pause - spacing), pause)
+stamp_start(a, now, spacing, math.max(now - tonumber(ARGV[5] or '0'), now + pause - spacing))
 return 1
 """
 
@@ -392,7 +392,7 @@ return 1
 SLOW = """
 alive()
 local now, spacing, pause = clock(), tonumber(ARGV[3]), tonumber(ARGV[4])
-stamp_start(ARGV[2], now, spacing, now + pause - spacing, pause)
+stamp_start(ARGV[2], now, spacing, now + pause - spacing)
 return 1
 """
 
