@@ -435,15 +435,15 @@ def test_a_44_keeps_every_claim_out_until_its_wait_is_over_whoever_holds_the_hos
     worker's, whose release does not move the start back."""
 
     async def test(a: Frontier, b: Frontier) -> None:
+        noted = time.time()  # before: the wait is counted from a moment inside the call
         await b.slow(A, SPACING, 5 * SPACING)  # b's hold lapsed as the 44 came
-        noted = time.time()
         left = await a.claim(A, SPACING, None, ("a", 30.0))
         assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
         assert await a.book(A, SPACING) >= 5 * SPACING - (time.time() - noted) - CLOCK
         await take_slot(a, A, SPACING, hold=("a", 30.0))
         assert time.time() >= noted + 5 * SPACING - CLOCK
-        await b.slow(A, SPACING, 5 * SPACING)  # met by b while a holds the host
         noted = time.time()
+        await b.slow(A, SPACING, 5 * SPACING)  # met by b while a holds the host
         assert await a.release_hold(A, "a", SPACING)  # a's request over: no pause of its own
         left = await b.claim(A, SPACING, None, ("b", 30.0))
         assert 4 * SPACING < left <= 5 * SPACING + CLOCK, left
