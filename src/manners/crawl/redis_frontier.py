@@ -68,8 +68,8 @@ Holds: one request at a time per host, fleet-wide.  A claim naming a hold takes 
 claim naming a hold succeeds while it is there; ``renew_hold`` extends it while the request runs
 and ``release_hold`` ends it, stamping AUTH's start and next slot on the server's clock in the
 same script, so the next request is spaced from when this one ended.  A 44 puts AUTH's start
-where its wait ends (``slow``), so every claim reads it in the step that claims.  A stale token renews and
-releases nothing; a dead worker's hold expires.
+where its wait ends (``slow``), so every claim reads it in the step that claims.  A stale token
+renews and releases nothing; a dead worker's hold expires.
 
 A Redis that forgets: making a crawl writes a marker in each shard (``N:{N:k}:crawl``, read with
 EXISTS, which leaves its LRU clock alone, so an eviction takes it among the first), and every
