@@ -117,14 +117,18 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
     asyncio.run(main())
 
 
-def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest() -> None:
+def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The biggest capsule, read in a fleet's first seconds, was left to the fleet when its
     worker's kept places were full, and waited 79-141 s for one.  A new host read with ``SWAP``
     times as many URLs queued as the kept host with the fewest takes its place, and so does one
     still growing fast (``GROWING_BY`` per page asked) where that one is not (the biggest hole,
     left with 15 queued, waited 463-505 s): that one leaves after its page in flight, and the
     worker starts no other kept host for it.  A big host deep in its crawl (many pages asked,
-    growing slowly) is not the one to go."""
+    growing slowly) is not the one to go.  (Hosts growing fast kept beyond ``cap`` are not
+    here: the next test.)"""
+    monkeypatch.setattr(inflight, "GROWING_KEPT", 1)
     me = Hosts(2, shared=True)
     kept, new = ["k0", "k1"], ["n0", "n1", "n2", "n3", "n4"]
     me.new.update(new)
@@ -155,10 +159,37 @@ def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fe
     assert not Hosts(2, shared=False).leave("k0", active, ranks)  # one process: every host stays
 
 
-def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read() -> None:
+def test_a_new_host_growing_fast_is_kept_beyond_the_cap_without_a_swap() -> None:
+    """At its fourth menu the biggest hole (19 queued) was left by a worker whose kept host with
+    the fewest URLs had 24 and grew as fast, and waited 444-479 s for the opening rush to end
+    (4 workers).  A new host growing fast is kept beyond ``cap``, up to ``GROWING_KEPT`` times
+    it, and no kept host leaves for it; past that the swap rules hold, and a new host that is
+    not growing fast gets no such place."""
+    d = inflight.DISCOVERY
+    me = Hosts(2, shared=True)
+    active = ["k0", "k1"]
+    ranks = {"k0": (d, 24), "k1": (d, 30)}  # both kept, both growing fast, more queued
+    for i in range(2 * (inflight.GROWING_KEPT - 1) + 2):
+        name = f"n{i}"
+        me.new.add(name)
+        active.append(name)
+        ranks[name] = (d, 19)  # 3.8 a page asked: growing fast
+        kept = i < 2 * (inflight.GROWING_KEPT - 1)
+        assert me.leave(name, active, ranks) is not kept and not me.dropping
+        if not kept:
+            active.remove(name)
+            me.ended(name)
+    me.new.add("slow")
+    active.append("slow")
+    ranks["slow"] = (d, 14)  # 2.8 a page: not growing fast, and not twice the fewest (19)
+    assert me.leave("slow", active, ranks) and not me.dropping
+
+
+def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lease's count of URLs queued is a page behind: the biggest hole's fourth menu brought 7
     URLs to the 10 its lease saw, and seen as growing 2 a page it was left.  ``Hosts.read`` adds
     a new host's page's links within it before ``leave`` weighs it; a kept host's stay as leased."""
+    monkeypatch.setattr(inflight, "GROWING_KEPT", 1)  # no place beyond the cap: a swap or nothing
     d = inflight.DISCOVERY
     me = Hosts(1, shared=True)
     me.new.add("hole")
