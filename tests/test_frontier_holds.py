@@ -206,6 +206,39 @@ def test_a_turn_whose_hold_is_gone_when_its_request_is_to_leave_sends_nothing(
     with_frontiers(test, opener, workers=2)
 
 
+def test_a_turn_just_claimed_sends_with_no_second_check_and_still_holds_the_host(
+    opener: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn whose place at the gate was free goes from its claim to its request with nothing run
+    in between: the claim checked the lease and took the hold in one step, so the request leaves
+    with no renewal (a Redis round trip fewer between a fleet's slot and its request), and the
+    hold is as much in force: no other worker's claim succeeds until its release.  A turn that
+    may have waited is renewed, as before."""
+
+    async def test(f: Frontier, g: Frontier) -> None:
+        pacing = Pacing(f, Ledger(tmp_path / "requests.jsonl", "w"), shared=True, lease=30.0, timeout=5.0)
+        renewals: list[str] = []
+        renew_hold = f.renew_hold
+
+        async def counted(auth: str, token: str, seconds: float, stamp: bool = False) -> bool:
+            renewals.append(auth)
+            return await renew_hold(auth, token, seconds, stamp=stamp)
+
+        monkeypatch.setattr(f, "renew_hold", counted)
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING, just_claimed=True) as leaving:
+            leaving()
+            assert await g.claim(A, 0.0, None, ("other", 30.0)) > 0  # held: the other is refused
+            leaving(written=True)
+        assert renewals == []
+        await pacing.turn(A, SPACING)
+        async with pacing.holding(A, SPACING) as leaving:  # may have waited: checked again
+            leaving()
+        assert renewals == [A]
+
+    with_frontiers(test, opener, workers=2)
+
+
 def test_a_turn_gone_stale_once_its_request_is_written_is_not_broken_off(
     opener: Opener, tmp_path: Path
 ) -> None:

@@ -511,7 +511,7 @@ class Worker:
             visiting.started = time.time()
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
-        async with self.pacing.holding(auth, spacing, late=late) as leaving:
+        async with self.pacing.holding(auth, spacing, late=late, just_claimed=not late) as leaving:
             if url.startswith("gemini:"):
                 response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
                                             known_hosts=self.known_hosts, leaving=leaving)  # fmt: skip
