@@ -63,8 +63,8 @@ class Hosts:
     """The ready hosts one worker starts.  In one process, every one.  On a fleet, ``cap`` new
     ones (none of whose URLs was leased) beside ``cap`` kept ones: a host started new whose
     first pages are read (``DISCOVERY``) is kept when the worker keeps fewer than ``cap``, or
-    in place of the kept one with the fewest URLs queued (``leave``), and is otherwise left for
-    the frontier to hand to a worker with room.  So the fleet
+    in place of the kept one with the fewest URLs queued, or beside them while it grows fast
+    (``leave``), and is otherwise left for the frontier to hand to a worker with room.  So the fleet
     reads every host's first pages in the crawl's first minutes, as one process does, and a
     host they show big waits for a place only behind the hosts read before it: with one cap
     for both, the hosts kept filled the places, new ones started only as others were drained,
