@@ -21,6 +21,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(why, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+@pytest.fixture(autouse=True)
+def own_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own user cache dir: a crawler's default robots.txt cache is a file there, and
+    a loopback port is soon reused, so a test sharing ~/.cache could be answered with the robots.txt
+    an earlier test's server gave on the same port, and never ask its own (a CI run saw a hole's
+    robots.txt go unasked)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
 @pytest.fixture(scope="session")
 def redis_port() -> Iterator[int]:
     """One real redis-server for the session (tests that restart Redis start their own)."""
