@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from manners.cache import take_slot
+from manners.cache.memory import MemoryStore
 from manners.crawl import Crawler, inflight
-from manners.crawl.inflight import SPARE_FILES, Hosts, fit_descriptors, hosts_at_once
+from manners.crawl.inflight import SPARE_FILES, Hosts, Place, fit_descriptors, hosts_at_once
 from manners.crawl.redis_frontier import open_redis_frontier
 from slow_hole import slow_hole
 
@@ -304,6 +306,75 @@ def test_the_gate_keeps_its_places_when_a_waiter_is_cancelled() -> None:
     assert asyncio.run(asyncio.wait_for(main(), 5)) == 1
 
 
+class _Noted(inflight.Place):
+    """A place that notes when it was taken and given back."""
+
+    taken: list[float]
+    given: list[float]
+
+    async def take(self) -> None:
+        if not self.held:
+            await super().take()
+            self.taken.append(time.monotonic())
+
+    def give_back(self) -> None:
+        if self.held:
+            self.given.append(time.monotonic())
+        super().give_back()
+
+
+def _noted(gate: inflight.Gate) -> _Noted:
+    place = _Noted(gate, (inflight.RANKED, 0))
+    place.taken, place.given = [], []
+    return place
+
+
+def test_a_turn_takes_its_place_at_the_gate_just_before_its_slot() -> None:
+    """Taken at the slot, a place is waited for while the slot goes by (in a 4 workers' rush,
+    20-40 ms of the biggest capsule's 233 ms a request): so the turn takes it ``AHEAD`` of the
+    slot, and holds it when its claim is granted."""
+    spacing = 0.3
+
+    async def main() -> tuple[float, float, _Noted, bool]:
+        store, gate = MemoryStore(), inflight.Gate(1)
+        await take_slot(store, "h", spacing)  # the last request: the next slot is a spacing on
+        last = time.monotonic()
+        place = _noted(gate)
+        asked = await take_slot(store, "h", spacing, ahead=place)
+        return last, asked, place, gate.locked()
+
+    last, asked, place, locked = asyncio.run(asyncio.wait_for(main(), 5))
+    assert place.held and locked and len(place.taken) == 1 and not place.given
+    assert asked - inflight.AHEAD - 0.02 <= place.taken[0] <= asked  # just before the claim
+    assert place.taken[0] - last >= spacing - inflight.AHEAD - 0.005  # not before its lead
+    assert asked - last >= spacing
+
+
+def test_a_turn_put_off_past_its_lead_gives_its_place_back_meanwhile() -> None:
+    """A claim refused for longer than the lead (another worker's request, a 44) would hold a
+    place idle that long: it is given back, and taken again before the new slot."""
+    spacing = 0.3
+
+    async def main() -> tuple[_Noted, float, float]:
+        store, gate = MemoryStore(), inflight.Gate(1)
+        await take_slot(store, "h", spacing)
+        place = _noted(gate)
+        turn = asyncio.ensure_future(take_slot(store, "h", spacing, ahead=place))
+        while not place.taken:
+            await asyncio.sleep(0.001)
+        assert await store.claim("h", 0.0) == 0  # another request starts now: the slot moves on
+        other = time.monotonic()
+        async with gate.place():  # given back to it while the turn waits
+            got = time.monotonic()
+        asked = await turn
+        return place, got - other, asked - other
+
+    place, waited, asked = asyncio.run(asyncio.wait_for(main(), 5))
+    assert len(place.taken) == 2 and len(place.given) == 1 and place.held
+    assert waited < spacing - inflight.AHEAD  # not kept idle until the new slot
+    assert asked >= spacing
+
+
 @pytest.mark.parametrize("kind", ["1", "0"])
 def test_only_a_holes_menus_are_its_first_pages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
@@ -312,16 +383,21 @@ def test_only_a_holes_menus_are_its_first_pages(
     its ``DISCOVERY`` pages, they left a big hole ranked by pages fewer, and its growth too low to
     go first (the default space's biggest hole, its first four pages its root, caps.txt and two
     texts, waited 213-267 s after them, and 463 s for a fleet's worker)."""
-    tiers: list[int] = []
-    place = inflight.Gate.place
+    tiers: list[int] = []  # a request's rank as it asks for a place: robots.txt's, a page's
+    place, ahead = inflight.Gate.place, inflight.Gate.ahead
 
-    def recording(
-        self: inflight.Gate, rank: tuple[int, float] = (inflight.ROBOTS, 0)
-    ) -> contextlib.AbstractAsyncContextManager[None]:
+    def placing(self: inflight.Gate, rank: tuple[int, float]) -> contextlib.AbstractAsyncContextManager[None]:
         tiers.append(rank[0])
         return place(self, rank)
 
-    monkeypatch.setattr(inflight.Gate, "place", recording)
+    def ahead_of(
+        self: inflight.Gate, rank: tuple[int, float]
+    ) -> contextlib.AbstractAsyncContextManager[Place]:
+        tiers.append(rank[0])
+        return ahead(self, rank)
+
+    monkeypatch.setattr(inflight.Gate, "place", placing)
+    monkeypatch.setattr(inflight.Gate, "ahead", ahead_of)
     with slow_hole(0.0, items=inflight.DISCOVERY + 3, kind=kind) as hole:
 
         async def crawl() -> None:

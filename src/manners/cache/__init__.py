@@ -70,6 +70,19 @@ def written_margin(spacing: float) -> float:
     return min(CLAIM_MARGIN, spacing * WRITTEN_MARGIN_SHARE) if spacing > 0 else 0.0
 
 
+class Ahead(Protocol):
+    """What a request needs besides its turn, taken shortly before its slot (``take_slot``)."""
+
+    lead: float  # seconds before the slot it is taken
+
+    @property
+    def held(self) -> bool: ...
+
+    async def take(self) -> None: ...
+
+    def give_back(self) -> None: ...
+
+
 async def take_slot(
     slots: Slots,
     key: str,
@@ -80,6 +93,7 @@ async def take_slot(
     hold: Hold | None = None,
     book: bool = True,
     margin: float | None = None,
+    ahead: Ahead | None = None,
 ) -> float:
     """Book ``key``'s next request slot, sleep until it, and claim it (claiming again if the one
     before woke late): the one way a request waits for its turn, whoever shares the slots.
@@ -97,6 +111,10 @@ async def take_slot(
     it; the caller releases the hold when its request is over.  Slots are booked and claimed
     ``margin`` (by default ``claim_margin(spacing)``) more than a ``spacing`` above 0.
 
+    ``ahead``: what the request needs besides its turn and may wait for (a place on the wire),
+    taken ``ahead.lead`` (at most half the spacing) before the slot and kept for the request;
+    given back while a claim refused puts the slot off longer than that.
+
     ``book=False``: nobody else orders requests to ``key`` (one process's crawl: a host's one
     task, and a robots.txt refresh that claims as it does), so no slot is booked: a write and
     a wait on the store fewer per request.  The first claim is made after ``wait`` (the caller's
@@ -109,7 +127,12 @@ async def take_slot(
     # booked and claimed alike, so a slot on time is claimed at once
     spacing += claim_margin(spacing) if margin is None else margin
     slot = time.monotonic() + (await slots.book(key, spacing, max(wait, 0.0)) if book else wait)
+    lead = min(ahead.lead, spacing / 2) if ahead is not None else 0.0
     while True:
+        if ahead is not None and not ahead.held:
+            while (left := slot - lead - time.monotonic()) > 0:
+                await asyncio.sleep(left)
+            await ahead.take()
         while (left := slot - time.monotonic()) > 0:
             await asyncio.sleep(left)
         asked = time.monotonic()
@@ -122,6 +145,8 @@ async def take_slot(
         if late <= 0:
             return asked
         slot = time.monotonic() + late
+        if ahead is not None and late > lead:
+            ahead.give_back()
 
 
 class Store(Slots, Protocol):
@@ -185,6 +210,7 @@ def open_store(cache: str) -> Store:
 __all__ = [
     "CLAIM_MARGIN",
     "HOLD_POLL",
+    "Ahead",
     "CacheError",
     "Entry",
     "Held",

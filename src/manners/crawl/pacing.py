@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 
-from ..cache import LeaseLost, take_slot, written_margin
+from ..cache import Ahead, LeaseLost, take_slot, written_margin
 from ..cache.entry import Entry
 from ..fetch import FetchResult, fetch_robots
 from ..robot import Robot
@@ -63,7 +63,12 @@ class Pacing:
             await self.frontier.slow(auth, spacing, until - time.time())
 
     async def turn(
-        self, auth: str, spacing: float, entry: Entry | None = None, lease: Lease | None = None
+        self,
+        auth: str,
+        spacing: float,
+        entry: Entry | None = None,
+        lease: Lease | None = None,
+        ahead: Ahead | None = None,
     ) -> float | None:
         """Wait for this worker's turn at ``auth``, ``spacing`` after the last request to it by
         any worker, and after any wait the server asked for (a 44 here, or another worker's, which
@@ -75,7 +80,8 @@ class Pacing:
         reads in the step that claims.
 
         ``lease``: the lease the request is made under; the slot is claimed only while it is held
-        (and it is extended in the same step), else LeaseLost and no request leaves.
+        (and it is extended in the same step), else LeaseLost and no request leaves.  ``ahead``:
+        the request's place on the wire, taken just before the slot (``take_slot``).
 
         On a fleet the claim also holds ``auth`` (see ``holding``, which the request is made in
         and which releases it).  A robots.txt fetch of the same host by this worker (the robot's
@@ -85,7 +91,7 @@ class Pacing:
         self.granted.pop(auth, None)
         if stale is not None:  # this host's last page turn, whose request never began: let go at once
             await self.frontier.release_hold(auth, stale, spacing)
-        honoured, token, asked = await self._take(auth, spacing, entry, lease, written=True)
+        honoured, token, asked = await self._take(auth, spacing, entry, lease, written=True, ahead=ahead)
         if token is not None:
             self.handed[auth], self.granted[auth] = token, asked
         return honoured
@@ -106,6 +112,7 @@ class Pacing:
         entry: Entry | None = None,
         lease: Lease | None = None,
         written: bool = False,
+        ahead: Ahead | None = None,
     ) -> tuple[float | None, str | None, float]:
         """The work of a turn (a page's, or each request of a robots.txt fetch): the end of the
         wait honoured, on a fleet the token of the hold taken, and when its claim was asked.
@@ -130,7 +137,7 @@ class Pacing:
             after = self.left.get(auth, -spacing) + spacing + margin  # monotonic
             wait = max(wait, after - time.monotonic())
         asked = await take_slot(self.frontier, auth, spacing, wait, held=held, hold=hold, book=self.shared,
-                                margin=margin if written else None)  # fmt: skip
+                                margin=margin if written else None, ahead=ahead)  # fmt: skip
         token = hold[0] if hold is not None else None
         if until <= 0 or self.honoured.get(auth) == until:
             return None, token, asked

@@ -488,14 +488,13 @@ class Worker:
             return False
         spacing = self.robot.delay(url)  # a Request-rate's window may have opened since it was read
         self.stats.waiting[auth] = f"spacing {spacing:g} s"
-        honoured = await self.pacing.turn(auth, spacing, policy.entry, lease)
-        self.stats.waiting.pop(auth, None)
-        gate = self._gate()
-        late = gate.locked()  # its slot was claimed, but it waits for a share of ``concurrency``
-        async with gate.place(rank(*self._sent[auth])):  # one of ``concurrency``
+        # one of ``concurrency`` places, taken by the turn just before its slot (``inflight.Place``)
+        async with self._gate().ahead(rank(*self._sent[auth])) as place:
+            honoured = await self.pacing.turn(auth, spacing, policy.entry, lease, place)
+            self.stats.waiting.pop(auth, None)
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
-                honoured, late = await self.pacing.turn(auth, spacing, policy.entry, lease) or honoured, False
-            return await self._request(auth, lease, decision, spacing, honoured, late)
+                honoured = await self.pacing.turn(auth, spacing, policy.entry, lease, place) or honoured
+            return await self._request(auth, lease, decision, spacing, honoured, late=False)
 
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
                        honoured: float | None, late: bool) -> bool:  # fmt: skip
