@@ -187,9 +187,11 @@ class Pacing:
         ``late``: the request waited (for a place) after its slot was claimed, and is on record
         now: ``auth``'s start is stamped again, so the next request is spaced from the record
         too, even if no connection is made; on a fleet in the renewal's step (a call fewer).
+        The crawl's worker is never late: its turn takes the place before it claims
+        (``inflight.Place``).
 
         ``just_claimed``: the caller ran nothing between the turn's claim and this call (no
-        ``await``: its place at the gate was free), so the renewal would check again what the
+        ``await``: its place was taken before the claim), so the renewal would check again what the
         claim checked and took in one atomic step a moment ago, with no chance for anything in
         between to let the hold go (only this worker's release does, or its seconds running out,
         which ``fresh`` bounds).  Skipped then: a Redis round trip fewer between a fleet's slot

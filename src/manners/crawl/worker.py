@@ -494,13 +494,12 @@ class Worker:
             self.stats.waiting.pop(auth, None)
             while not self.pacing.fresh(auth):  # its claim kept too long (see Pacing.fresh): again
                 honoured = await self.pacing.turn(auth, spacing, policy.entry, lease, place) or honoured
-            return await self._request(auth, lease, decision, spacing, honoured, late=False)
+            return await self._request(auth, lease, decision, spacing, honoured)
 
     async def _request(self, auth: str, lease: Lease, decision: RobotDecision, spacing: float,
-                       honoured: float | None, late: bool) -> bool:  # fmt: skip
-        """Send the request its turn came for, and do what its answer comes to.  ``late``: it
-        waited after its slot was claimed, so its start is stamped again once it is on record:
-        the next request is spaced from the ledger's line too, even if no connection is made."""
+                       honoured: float | None) -> bool:  # fmt: skip
+        """Send the request its turn came for, and do what its answer comes to.  Nothing ran since
+        its claim (its place was taken first): the claim's check stands for the hold's."""
         url = lease.url
         self.stats.requests += 1
         what: Literal["caps", "page"] = "caps" if answers.is_caps(url) else "page"
@@ -510,7 +509,7 @@ class Worker:
             visiting.started = time.time()
         self.ledger.note(url, what, lease.token or None, spacing, honoured)
         # held until the answer is read, as one process holds its host: a 44 is known before the next
-        async with self.pacing.holding(auth, spacing, late=late, just_claimed=not late) as leaving:
+        async with self.pacing.holding(auth, spacing, just_claimed=True) as leaving:
             if url.startswith("gemini:"):
                 response = await gemini_get(url, timeout=self.timeout, max_bytes=self.max_bytes,
                                             known_hosts=self.known_hosts, leaving=leaving)  # fmt: skip
