@@ -141,14 +141,19 @@ def test_a_resumed_crawl_takes_no_host_it_has_read_for_a_new_one(
     host's, or at 1,500 hosts the biggest waits behind all their first requests again."""
     pages = 12
     roots = [capsule(tmp_path / f"c{i}", pages) for i in range(2)]
-    ranks: list[tuple[int, float]] = []
-    place = Gate.place
+    ranks: list[tuple[int, float]] = []  # a request's rank as it asks for a place: robots.txt's, a page's
+    place, ahead = Gate.place, Gate.ahead
 
     def recorded(self: Gate, rank: tuple[int, float] = (ROBOTS, 0)) -> Any:
         ranks.append(rank)
         return place(self, rank)
 
+    def recorded_ahead(self: Gate, rank: tuple[int, float]) -> Any:
+        ranks.append(rank)
+        return ahead(self, rank)
+
     monkeypatch.setattr(Gate, "place", recorded)
+    monkeypatch.setattr(Gate, "ahead", recorded_ahead)
     with jetforce_hosts(roots) as jet:
         seeds = [f"gemini://localhost:{port}/" for port in jet.public_ports]
 
