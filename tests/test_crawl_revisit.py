@@ -373,6 +373,21 @@ def page_workers(out: Path) -> set[str]:
     }
 
 
+def fleet_timeline(out: Path, served: list[Any], stopped: str, stderr: list[str]) -> str:
+    """What a fleet's run did, for a failure's message: every request each worker noted before it
+    left and every answer the server logged, in order, seconds from the first; which worker was
+    stopped; what the workers wrote to stderr."""
+    events = [(a.time, f"served {a.url.rsplit('/', 1)[-1] or '/'}") for a in served]
+    for path in out.glob("requests-*.jsonl"):
+        for line in path.read_text().splitlines():
+            if line.endswith("}"):
+                r = json.loads(line)
+                events.append((r["t"], f"{r['worker']} asks {r['url'].rsplit('/', 1)[-1] or '/'}"))
+    t0 = min((t for t, _ in events), default=0.0)
+    lines = [f"{t - t0:7.3f} {what}" for t, what in sorted(events)]
+    return "\n".join([*lines, f"stopped: {stopped or 'none'}", *(e[-2000:] for e in stderr if e)])
+
+
 def test_two_workers_on_redis_revisit_on_one_schedule(tmp_path: Path, redis_port: int) -> None:
     """The due times live in the Redis frontier: two workers keep one schedule per page between
     them, and a revisit record may name a capture the other worker wrote."""
@@ -411,11 +426,14 @@ def test_two_workers_on_redis_revisit_on_one_schedule(tmp_path: Path, redis_port
                 if worker not in stopped:
                     worker.send_signal(signal.SIGTERM)
             codes = [worker.wait(30) for worker in workers]
-        assert codes == [0, 0], [w.stderr.read() if w.stderr else "" for w in workers]
-        stable = [a.time for a in jet.accesses() if a.url == f"{seed}stable.gmi"]
-        edits = [a.time for a in jet.accesses() if a.url == f"{seed}edited.gmi" and a.time > edited]
-    assert doubling(gaps(stable), [MIN, 2 * MIN, MAX]), gaps(stable)
-    assert len(edits) >= 2 and MIN - SLACK <= edits[1] - edits[0] <= MIN + LATE, gaps(edits)
+        stderr = [w.stderr.read() if w.stderr else "" for w in workers]
+        assert codes == [0, 0], stderr
+        served = jet.accesses()
+    stable = [a.time for a in served if a.url == f"{seed}stable.gmi"]
+    edits = [a.time for a in served if a.url == f"{seed}edited.gmi" and a.time > edited]
+    happened = fleet_timeline(out, served, " ".join(str(w.pid) for w in stopped), stderr)
+    assert doubling(gaps(stable), [MIN, 2 * MIN, MAX]), (gaps(stable), happened)
+    assert len(edits) >= 2 and MIN - SLACK <= edits[1] - edits[0] <= MIN + LATE, (gaps(edits), happened)
     lines = [json.loads(line) for path in out.glob("pages-*.jsonl") for line in path.read_text().splitlines()]
     assert len({line["worker"] for line in lines}) == 2  # both worked
     visits = sorted(int(line["visit"]) for line in lines if line["url"] == f"{seed}stable.gmi")
