@@ -119,9 +119,7 @@ def test_a_fleet_worker_starts_new_hosts_beside_its_cap_of_the_others(redis_port
     asyncio.run(main())
 
 
-def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fewest() -> None:
     """The biggest capsule, read in a fleet's first seconds, was left to the fleet when its
     worker's kept places were full, and waited 79-141 s for one.  A new host read with ``SWAP``
     times as many URLs queued as the kept host with the fewest takes its place, and so does one
@@ -130,8 +128,8 @@ def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fe
     worker starts no other kept host for it.  A big host deep in its crawl (many pages asked,
     growing slowly) is not the one to go.  (Hosts growing fast kept beyond ``cap`` are not
     here: the next test.)"""
-    monkeypatch.setattr(inflight, "GROWING_KEPT", 1)
     me = Hosts(2, shared=True)
+    me.workers = inflight.FLEET_GROWING_KEPT  # so many workers that none keeps a host beyond its cap
     kept, new = ["k0", "k1"], ["n0", "n1", "n2", "n3", "n4"]
     me.new.update(new)
     active = kept + new
@@ -161,23 +159,28 @@ def test_a_new_host_with_more_queued_takes_the_place_of_the_kept_one_with_the_fe
     assert not Hosts(2, shared=False).leave("k0", active, ranks)  # one process: every host stays
 
 
-def test_a_new_host_growing_fast_is_kept_beyond_the_cap_without_a_swap() -> None:
+@pytest.mark.quick
+@pytest.mark.parametrize(("workers", "beyond"), [(1, 14), (2, 6), (3, 4), (4, 2), (8, 0), (16, 0)])
+def test_a_new_host_growing_fast_is_kept_beyond_the_cap_without_a_swap(workers: int, beyond: int) -> None:
     """At its fourth menu the biggest hole (19 queued) was left by a worker whose kept host with
     the fewest URLs had 24 and grew as fast, and waited 444-479 s for the opening rush to end
-    (4 workers).  A new host growing fast is kept beyond ``cap``, up to ``GROWING_KEPT`` times
-    it, and no kept host leaves for it; past that the swap rules hold, and a new host that is
-    not growing fast gets no such place."""
+    (4 workers).  A new host growing fast is kept beyond ``cap``, and no kept host leaves for
+    it, up to ``FLEET_GROWING_KEPT`` caps shared by the fleet's workers (each reads a share of
+    the new hosts): with a cap of 2, 8 hosts kept by one of two workers, 4 by one of four, and
+    never fewer than the cap.  Past that the swap rules hold, and a new host that is not growing
+    fast gets no such place."""
     d = inflight.DISCOVERY
     me = Hosts(2, shared=True)
+    me.workers = workers
     active = ["k0", "k1"]
     ranks = {"k0": (d, 24), "k1": (d, 30)}  # both kept, both growing fast, more queued
-    for i in range(2 * (inflight.GROWING_KEPT - 1) + 2):
+    for i in range(beyond + 2):
         name = f"n{i}"
         me.new.add(name)
         active.append(name)
         ranks[name] = (d, 19)  # 3.8 a page asked: growing fast
-        kept = i < 2 * (inflight.GROWING_KEPT - 1)
-        assert me.leave(name, active, ranks) is not kept and not me.dropping
+        kept = i < beyond
+        assert me.leave(name, active, ranks) is not kept and not me.dropping, (i, me.growing_kept)
         if not kept:
             active.remove(name)
             me.ended(name)
@@ -187,13 +190,30 @@ def test_a_new_host_growing_fast_is_kept_beyond_the_cap_without_a_swap() -> None
     assert me.leave("slow", active, ranks) and not me.dropping
 
 
-def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.quick
+def test_the_fleet_size_counts_the_workers_heard_from_lately_by_the_frontiers_clock() -> None:
+    """How many workers share the new hosts (``Hosts.workers``): those whose heartbeat came
+    within ``alive`` seconds of this worker's own, on the frontier's clock (the machines' clocks
+    need not agree), and did not say they stopped; this worker always counts."""
+    beats: dict[str, dict[str, object]] = {
+        "me": {"last_seen": 1000.0, "state": "running"},
+        "peer": {"last_seen": 996.0, "state": "running"},
+        "quiet": {"last_seen": 979.0, "state": "running"},  # silent for 21 s: taken for dead
+        "done": {"last_seen": 999.0, "state": "stopped"},
+    }
+    assert inflight.fleet_size(beats, "me", 20.0) == 2
+    assert inflight.fleet_size(beats, "me", 25.0) == 3
+    assert inflight.fleet_size({}, "me", 20.0) == 1  # its first beat not read back yet
+    assert inflight.fleet_size({"peer": {"last_seen": 5.0}}, "me", 20.0) == 2
+
+
+def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read() -> None:
     """A lease's count of URLs queued is a page behind: the biggest hole's fourth menu brought 7
     URLs to the 10 its lease saw, and seen as growing 2 a page it was left.  ``Hosts.read`` adds
     a new host's page's links within it before ``leave`` weighs it; a kept host's stay as leased."""
-    monkeypatch.setattr(inflight, "GROWING_KEPT", 1)  # no place beyond the cap: a swap or nothing
     d = inflight.DISCOVERY
     me = Hosts(1, shared=True)
+    me.workers = inflight.FLEET_GROWING_KEPT  # no place beyond the cap: a swap or nothing
     me.new.add("hole")
     active = ["kept", "hole"]
     ranks = {"kept": (40, 12), "hole": (d, 10)}
@@ -203,8 +223,33 @@ def test_a_new_host_is_weighed_with_the_links_of_the_page_just_read(monkeypatch:
     assert ranks == {"kept": (40, 12), "hole": (d, 17)}
     assert not me.leave("hole", active, ranks) and me.dropping == {"kept"}  # 3.4 a page, growing fast
     unread = Hosts(1, shared=True)
+    unread.workers = inflight.FLEET_GROWING_KEPT
     unread.new.add("hole")
     assert unread.leave("hole", active, {"kept": (40, 12), "hole": (d, 10)})  # 2 a page: left
+
+
+def test_a_fleets_worker_counts_its_peers_from_their_heartbeats(tmp_path: Path, redis_port: int) -> None:
+    """What ``Hosts.growing_kept`` is shared by: a worker of a crawl on Redis reads, with its own
+    heartbeat, how many workers of the crawl are alive (here another one that beat just before,
+    and one that said it stopped)."""
+    url, name = f"redis://127.0.0.1:{redis_port}/0", f"t{uuid.uuid4().hex[:12]}"
+    seen: list[int] = []
+
+    async def crawl() -> None:
+        peers = open_redis_frontier(url, name)
+        try:
+            await peers.heartbeat("peer", {"state": "running"})
+            await peers.heartbeat("gone", {"state": "stopped"})
+        finally:
+            await peers.close()
+        with slow_hole(0.0, items=3) as hole:
+            async with Crawler("testbot", (), tmp_path / "out", min_delay=0.01, timeout=5, allow_private=True,
+                               frontier=url, name=name) as crawler:  # fmt: skip
+                async for _ in crawler.crawl([f"gopher://127.0.0.1:{hole.port}/1/"]):
+                    seen.append(crawler._hosts.workers)
+
+    asyncio.run(asyncio.wait_for(crawl(), 60))
+    assert seen and seen[-1] == 2, seen
 
 
 def test_one_process_works_every_host_a_fleet_worker_what_it_can_keep_busy() -> None:

@@ -54,11 +54,11 @@ from .page import Page, Stats
 from .records import Ledger, PageLog
 from .revisit import REVISIT_MAX, REVISIT_MIN, check_bounds
 from .warc import WarcWriter
-from .worker import FOREVER, HEARTBEAT, SLOW_DOWN_BASE, Worker
+from .worker import ALIVE, FOREVER, HEARTBEAT, SLOW_DOWN_BASE, Worker
 
 __all__ = [  # what other modules import from here (the crawler's names before it was split)
-    "FOREVER", "HEARTBEAT", "IDENTITY", "LEASE", "PATIENCE", "SLOW_DOWN_BASE", "WARC_SIZE", "CrawlMismatch",
-    "Crawler", "Page", "Stats", "check_seed", "patience", "read_settings",
+    "ALIVE", "FOREVER", "HEARTBEAT", "IDENTITY", "LEASE", "PATIENCE", "SLOW_DOWN_BASE", "WARC_SIZE",
+    "CrawlMismatch", "Crawler", "Page", "Stats", "check_seed", "patience", "read_settings",
 ]  # fmt: skip
 
 log = logging.getLogger("manners.crawl")

@@ -47,7 +47,7 @@ FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
-GROWING_KEPT = 2  # a fleet's worker keeps new hosts growing fast up to this many times its ``cap``
+FLEET_GROWING_KEPT = 8  # new hosts growing fast a fleet keeps beyond: times a worker's cap, shared
 AHEAD = 0.05  # seconds before its slot a page's turn takes its place at the Gate (``Place``)
 GROWING_BY = 3.0  # URLs queued per page asked past its first pages: such a host goes first
 GROWING, ROBOTS, DISCOVERING, RANKED = 3, 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
@@ -58,6 +58,16 @@ def hosts_at_once(concurrency: int, shared: bool) -> int:
     its ``concurrency`` can keep busy (new hosts, and as many others: ``Hosts``), so a worker
     that starts first leaves hosts to the others."""
     return max(concurrency * FLEET_HOSTS_PER_REQUEST, 64) if shared else HOSTS_AT_ONCE
+
+
+def fleet_size(beats: Mapping[str, Mapping[str, object]], me: str, alive: float) -> int:
+    """The fleet's live workers by their heartbeats (``Frontier.workers``), ``me`` among them:
+    those not stopped and heard from within ``alive`` seconds of ``me``'s last beat, each on the
+    frontier's clock, so no two machines' clocks are compared."""
+    seen = {worker: float(str(beat.get("last_seen", 0.0))) for worker, beat in beats.items()}
+    now = seen.get(me, max(seen.values(), default=0.0))
+    live = [w for w, beat in beats.items() if beat.get("state") != "stopped" and now - seen[w] <= alive]
+    return len(set(live) - {me}) + 1
 
 
 class Hosts:
@@ -82,6 +92,18 @@ class Hosts:
         self.cap, self.shared = cap, shared
         self.new: set[str] = set()  # at work, started before any of their URLs was leased
         self.dropping: set[str] = set()  # kept, to leave after the page in flight: a new one took the place
+        self.workers = 1  # the fleet's live workers, by their heartbeats (``fleet_size``)
+
+    @property
+    def growing_kept(self) -> float:
+        """How many times ``cap`` this worker keeps new hosts growing fast: ``FLEET_GROWING_KEPT``
+        shared by the fleet's live workers, at least once.  Each of N workers reads 1/N of the
+        new hosts, so it meets 1/N of those growing fast: at twice ``cap`` each, four workers
+        kept the biggest hole, but one of two had no room left for it at 95 s (3.4 URLs queued
+        per menu at its fourth), and it waited 360 s for a kept place (about 1.17x the bound);
+        at four times, kept, 1.111x.  Shared, each worker of four keeps twice ``cap`` as
+        before (1.114x), and each of two four times."""
+        return max(1.0, FLEET_GROWING_KEPT / max(1, self.workers))
 
     async def to_start(
         self, frontier: Frontier, now: float, active: Collection[str], full: set[str]
@@ -127,7 +149,7 @@ class Hosts:
         463-505 s for a worker (4 workers).  The worker decides alone, from what it has read: no
         other worker knows the host yet.
 
-        A new host still growing fast is kept beyond ``cap``, up to ``GROWING_KEPT`` times it,
+        A new host still growing fast is kept beyond ``cap``, up to ``growing_kept`` times it,
         without a swap: at its fourth menu the biggest hole (19 queued) looked like hundreds of
         others, and the kept host with the fewest had 24 and grew as fast, so it was left, and
         a host left in the opening rush waits for it to end (444-479 s, 4 workers), since kept
@@ -142,7 +164,7 @@ class Hosts:
             return False
         self.new.discard(auth)
         kept = [a for a in active if a != auth and a not in self.new and a not in self.dropping]
-        if len(kept) < self.cap or (grows_fast(sent, queued) and len(kept) < GROWING_KEPT * self.cap):
+        if len(kept) < self.cap or (grows_fast(sent, queued) and len(kept) < self.growing_kept * self.cap):
             return False
         least = min(((ranks[a][1], a) for a in kept if a in ranks), default=None)
         if least is not None and (

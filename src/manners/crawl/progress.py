@@ -21,12 +21,11 @@ from typing import Any, TextIO
 
 from .. import terminal
 from ..vocabulary import timestamp
-from .crawler import FOREVER, HEARTBEAT, IDENTITY, PATIENCE, Crawler, Page, Stats
+from .crawler import ALIVE, FOREVER, HEARTBEAT, IDENTITY, PATIENCE, Crawler, Page, Stats
 from .frontier import DONE, IN_FLIGHT, QUEUED, Frontier
 
 RECENT = 6  # pages and disallowed URLs shown in the live display
 PLAIN_EVERY = 5.0  # seconds between plain progress lines
-ALIVE = 4 * HEARTBEAT  # a worker silent for longer is taken for dead (its leases expire in time)
 #: Beyond its patience (what it waits out of a frontier outage, as its heartbeat says) and two
 #: heartbeats, a silent worker has stopped: killed, or given up on an unreachable frontier.
 SILENT_AT_MOST = 2 * HEARTBEAT

@@ -44,7 +44,7 @@ from .answers import SCHEMES, Answer
 from .archive import Archive
 from .client import Response, gemini_get, gopher_get
 from .frontier import PAGES, CrawlLost, Frontier, FrontierError, Lease
-from .inflight import Gate, Hosts, fit_descriptors, hosts_at_once, rank
+from .inflight import Gate, Hosts, fit_descriptors, fleet_size, hosts_at_once, rank
 from .outdir import CrawlFileError, describe
 from .pacing import Pacing
 from .page import Page, Stats
@@ -58,6 +58,7 @@ log = logging.getLogger("manners.crawl")
 SLOW_DOWN_BASE = 10.0  # seconds of a 44 whose meta is no number; doubles each time
 FOREVER = 10 * 365 * 86400.0  # parked "until further notice"
 HEARTBEAT = 5.0  # seconds between a worker's heartbeats (manners crawl status)
+ALIVE = 4 * HEARTBEAT  # a worker silent for longer is taken for dead (its leases expire in time)
 GAVE_UP_META = "gave-up:"  # frontier meta: a host given up in this crawl (JSON: reason, at)
 GAVE_UP_ASKED_EVERY = 5.0  # seconds between two questions of the frontier about one host
 HOSTS_REMEMBERED = 100_000  # hosts whose last question is remembered, at most
@@ -287,7 +288,8 @@ class Worker:
 
     async def _heartbeat(self) -> None:
         await self.frontier.heartbeat(self.owner, self._beat("running"))
-        if self.shared:
+        if self.shared:  # how many share the new hosts growing fast (``Hosts.growing_kept``)
+            self._hosts.workers = fleet_size(await self.frontier.workers(), self.owner, ALIVE)
             await self._read_seeds()  # a worker that joined later may have added seeds: they widen the scope
 
     def _beat(self, state: str) -> dict[str, object]:
