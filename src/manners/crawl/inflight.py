@@ -47,7 +47,7 @@ FLEET_HOSTS_PER_REQUEST = 8  # a fleet's worker: new hosts per request in flight
 SPARE_FILES = 64  # descriptors besides the requests' sockets: the frontier, WARC, pages, ledger, logs
 DISCOVERY = 4  # a host's first page requests, which go before the ranked ones (with its robots.txt)
 SWAP = 2.0  # a new host read takes a full worker's kept place from one with this many times fewer URLs queued
-FLEET_GROWING_KEPT = 8  # new hosts growing fast a fleet keeps beyond: times a worker's cap, shared
+FLEET_GROWING_KEPT = 8  # caps of hosts a fleet's workers keep between them (new ones growing fast)
 AHEAD = 0.05  # seconds before its slot a page's turn takes its place at the Gate (``Place``)
 GROWING_BY = 3.0  # URLs queued per page asked past its first pages: such a host goes first
 GROWING, ROBOTS, DISCOVERING, RANKED = 3, 2, 1, 0  # a request's tier in the gate's ranks: higher goes first
@@ -66,8 +66,8 @@ def fleet_size(beats: Mapping[str, Mapping[str, object]], me: str, alive: float)
     frontier's clock, so no two machines' clocks are compared."""
     seen = {worker: float(str(beat.get("last_seen", 0.0))) for worker, beat in beats.items()}
     now = seen.get(me, max(seen.values(), default=0.0))
-    live = [w for w, beat in beats.items() if beat.get("state") != "stopped" and now - seen[w] <= alive]
-    return len(set(live) - {me}) + 1
+    others = (w for w, beat in beats.items() if w != me and beat.get("state") != "stopped")
+    return 1 + sum(now - seen[w] <= alive for w in others)
 
 
 class Hosts:
